@@ -1,0 +1,21 @@
+// Every published package must load through its exports map both with require() and with import().
+const { createRequire } = require('node:module');
+const path = require('node:path');
+
+// (@kq/test-harness imports vitest when loaded; the test run itself exercises it.)
+const packages = ['@kq/core', '@kq/redis', '@kq/amqp', '@kq/worker'];
+// Resolve from a workspace package that depends on all of them.
+const requireFrom = createRequire(path.join(__dirname, '..', 'examples', 'quickstart', 'package.json'));
+
+(async () => {
+  for (const name of packages) {
+    const cjs = requireFrom(name);
+    const esm = await import(requireFrom.resolve(name).replace(/index\.cjs$/, 'index.js'));
+    const names = Object.keys(cjs).length;
+    if (names === 0 || Object.keys(esm).length !== names) throw new Error(`${name}: CJS exports ${names}, ESM ${Object.keys(esm).length}`);
+    console.log(`${name}: ${names} exports via require and import`);
+  }
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

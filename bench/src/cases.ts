@@ -1,0 +1,128 @@
+// Every case the suite knows: workload × broker × system (× concurrency, pool or flavour).
+import type { BrokerKind, EnqueueMode } from './protocol';
+import { SYSTEM_NAMES, type SystemId } from './systems';
+
+export type Workload = 'W1' | 'W2' | 'W3';
+
+export const WORKLOAD_TITLES: Record<Workload, string> = {
+  W1: 'W1 enqueue',
+  W2: 'W2 drain',
+  W3: 'W3 round trip',
+};
+
+export interface BenchCase {
+  /** Unique and stable: `redis.W2.kq.c100`. */
+  key: string;
+  broker: BrokerKind;
+  workload: Workload;
+  system: SystemId;
+  /** The row's name in tables and the chart. */
+  label: string;
+  /** W1: awaited one by one, or bulk. */
+  mode: EnqueueMode;
+  /** W2/W3 worker concurrency (Python prefork: pool processes). */
+  concurrency: number;
+  /** Python Celery's pool (`solo`/`prefork`), raw Redis's drain flavour (`brpop`/`rpop-batch`). */
+  variant: string | null;
+}
+
+/** Pool processes of the Python prefork worker: Celery's default, one per CPU (2 on the reference machine). */
+export const PREFORK_PROCESSES = 2;
+/** Tasks per batch in bulk publishing (pipeline size, in flight at once), and RPOP's count in the raw batch drain. */
+export const BATCH = 1000;
+export const RAW_POP_BATCH = 100;
+
+function make(broker: BrokerKind, workload: Workload, system: SystemId, extra: Partial<BenchCase> & { suffix?: string; label?: string } = {}): BenchCase {
+  const { suffix, label, ...rest } = extra;
+  return {
+    key: [broker, workload, system, suffix].filter((part) => part !== undefined).join('.'),
+    broker,
+    workload,
+    system,
+    label: label ?? SYSTEM_NAMES[system],
+    mode: 'awaited',
+    concurrency: 1,
+    variant: null,
+    ...rest,
+  };
+}
+
+function enqueueCases(broker: BrokerKind, systems: readonly SystemId[], bulkLabels: Partial<Record<SystemId, string>>): BenchCase[] {
+  const cases: BenchCase[] = [];
+  for (const system of systems) cases.push(make(broker, 'W1', system, { suffix: 'awaited', label: `${SYSTEM_NAMES[system]}, awaited` }));
+  for (const [system, how] of Object.entries(bulkLabels) as Array<[SystemId, string]>) {
+    cases.push(make(broker, 'W1', system, { suffix: 'bulk', mode: 'bulk', label: `${SYSTEM_NAMES[system]}, ${how}` }));
+  }
+  return cases;
+}
+
+/** All cases, in report order. */
+export function allCases(): BenchCase[] {
+  const inFlight = `${BATCH} in flight`;
+  return [
+    ...enqueueCases('redis', ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis'], {
+      kq: `${inFlight} (auto-pipelined)`,
+      bullmq: `addBulk(${BATCH})`,
+      'bee-queue': `saveAll(${BATCH})`,
+      'celery-node': inFlight,
+      'raw-ioredis': `LPUSH pipelined ×${BATCH}`,
+    }),
+    make('redis', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
+    make('redis', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
+    make('redis', 'W2', 'bullmq', { suffix: 'c1', label: 'BullMQ, concurrency 1', concurrency: 1 }),
+    make('redis', 'W2', 'bullmq', { suffix: 'c100', label: 'BullMQ, concurrency 100', concurrency: 100 }),
+    make('redis', 'W2', 'bee-queue', { suffix: 'c1', label: 'bee-queue, concurrency 1', concurrency: 1 }),
+    make('redis', 'W2', 'bee-queue', { suffix: 'c100', label: 'bee-queue, concurrency 100', concurrency: 100 }),
+    make('redis', 'W2', 'celery-node', { label: 'celery.node (acks on receipt)' }),
+    make('redis', 'W2', 'python-celery', { suffix: 'solo', label: 'Python Celery, solo', variant: 'solo' }),
+    make('redis', 'W2', 'python-celery', {
+      suffix: 'prefork',
+      label: `Python Celery, prefork ×${PREFORK_PROCESSES}`,
+      variant: 'prefork',
+      concurrency: PREFORK_PROCESSES,
+    }),
+    make('redis', 'W2', 'raw-ioredis', { suffix: 'brpop', label: 'raw ioredis, BRPOP loop', variant: 'brpop' }),
+    make('redis', 'W2', 'raw-ioredis', { suffix: 'rpop-batch', label: `raw ioredis, RPOP ×${RAW_POP_BATCH} loop`, variant: 'rpop-batch' }),
+    make('redis', 'W3', 'kq'),
+    make('redis', 'W3', 'bullmq'),
+    make('redis', 'W3', 'bee-queue'),
+    make('redis', 'W3', 'celery-node', { label: 'celery.node (polls every 1 ms)' }),
+    make('redis', 'W3', 'python-celery', { suffix: 'solo', label: 'Python Celery, solo', variant: 'solo' }),
+    make('redis', 'W3', 'python-celery', {
+      suffix: 'prefork',
+      label: `Python Celery, prefork ×${PREFORK_PROCESSES}`,
+      variant: 'prefork',
+      concurrency: PREFORK_PROCESSES,
+    }),
+    make('redis', 'W3', 'raw-ioredis', { label: 'raw ioredis, LPUSH + BRPOP reply' }),
+    ...enqueueCases('amqp', ['kq', 'celery-node', 'raw-amqplib'], {
+      kq: inFlight,
+      'celery-node': inFlight,
+      'raw-amqplib': `${inFlight}, then waitForConfirms`,
+    }),
+    make('amqp', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
+    make('amqp', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
+    make('amqp', 'W2', 'celery-node', { label: 'celery.node (acks on receipt)' }),
+    make('amqp', 'W2', 'raw-amqplib', { label: 'raw amqplib, prefetch 200, ack each' }),
+    make('amqp', 'W3', 'kq', { label: 'kq (rpc:// results)' }),
+    make('amqp', 'W3', 'celery-node', { label: 'celery.node (polls every 5 ms)' }),
+    make('amqp', 'W3', 'raw-amqplib', { label: 'raw amqplib, reply queue' }),
+  ];
+}
+
+export interface CaseFilter {
+  brokers: readonly BrokerKind[];
+  systems: readonly SystemId[] | null;
+  workloads: readonly Workload[];
+}
+
+export function selectCases(filter: CaseFilter): BenchCase[] {
+  return allCases().filter(
+    (c) => filter.brokers.includes(c.broker) && filter.workloads.includes(c.workload) && (filter.systems === null || filter.systems.includes(c.system)),
+  );
+}
+
+/** The queue (and Redis key / BullMQ and bee-queue queue name) a case uses. */
+export function queueName(c: BenchCase): string {
+  return `kqbench.${c.system}`;
+}

@@ -1,0 +1,209 @@
+// bench/RESULTS.md: the tables per workload with kq's ratio to every other row, the targets, the machine.
+import { WORKLOAD_TITLES, type BenchCase, type Workload } from '../cases';
+import type { ExtraResult } from '../extras';
+import type { MachineInfo } from '../machine-info';
+import { failureNote, figures, headline, speedup, type CaseOutcome } from '../outcome';
+import type { BrokerKind } from '../protocol';
+import { formatMs, formatRate, formatSpeedup } from './format';
+import { checkTargets } from './targets';
+
+export interface ReportInput {
+  outcomes: readonly CaseOutcome[];
+  machine: MachineInfo;
+  command: string;
+  n: number;
+  roundTrips: number;
+  runs: number;
+  durationS: number;
+  chartFile: string;
+  /** Output of the standalone benchmarks (`--extras`). */
+  extras?: readonly ExtraResult[];
+}
+
+const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ' };
+
+export function renderMarkdown(input: ReportInput): string {
+  const { outcomes, machine } = input;
+  const out: string[] = [];
+  out.push('# kq benchmark results', '');
+  out.push(
+    `Measured ${machine.date} with \`${input.command}\` (${input.runs} runs per case, N = ${input.n.toLocaleString('en-US')} tasks ` +
+      `per enqueue/drain run, ${input.roundTrips.toLocaleString('en-US')} round trips per W3 run; the whole suite took ` +
+      `${Math.round(input.durationS / 60)} min). Every system ran in its own process, one at a time, against the same Redis and ` +
+      'RabbitMQ; Redis was flushed and queues purged before every run, and runs were interleaved (run 1 of every case of a ' +
+      'workload, then run 2, ...) so that load from elsewhere falls on all systems alike. Tables show the median of the runs with min and max; ' +
+      '**kq ×** is how many times faster kq is than that row (throughput: kq ÷ row, latency: row ÷ kq; above 1 = kq faster), ' +
+      'taken from kq in the same mode.',
+    '',
+  );
+  out.push(`![Chart of the medians](${input.chartFile})`, '');
+
+  out.push('## Targets (issue #8)', '', '| goal | measured | met |', '|---|---|---|');
+  for (const check of checkTargets(outcomes)) {
+    out.push(`| ${check.goal} | ${check.measured} | ${check.met === null ? '—' : check.met ? 'yes' : '**no**'} |`);
+  }
+  out.push('');
+
+  for (const broker of ['redis', 'amqp'] as const) {
+    const mine = outcomes.filter((o) => o.case.broker === broker);
+    if (mine.length === 0) continue;
+    out.push(`## ${BROKER_TITLES[broker]}`, '');
+    for (const workload of ['W1', 'W2', 'W3'] as const) {
+      const rows = mine.filter((o) => o.case.workload === workload);
+      if (rows.length === 0) continue;
+      out.push(`### ${WORKLOAD_TITLES[workload]} — ${workloadDescription(workload, input)}`, '');
+      out.push(...(workload === 'W3' ? latencyTable(rows) : rateTable(rows, workload)), '');
+    }
+  }
+
+  const failed = outcomes.filter((o) => o.failures.length > 0);
+  if (failed.length > 0) {
+    out.push('## Failed runs', '', 'Numbers above come from the runs that passed; a case with none shows "failed". What went wrong:', '');
+    for (const outcome of failed) {
+      const where = `${BROKER_TITLES[outcome.case.broker]} ${outcome.case.workload}, ${outcome.case.label}`;
+      for (const failure of outcome.failures) out.push(`- **${where}**: ${oneLine(failure)}`);
+    }
+    out.push('');
+  }
+
+  if (input.extras && input.extras.length > 0) {
+    out.push('## Standalone benchmarks (`--extras`)', '', 'Run after the cases above with the same N and runs; their output as printed.', '');
+    for (const extra of input.extras) {
+      out.push(`### \`src/${extra.file}\`${extra.ok ? '' : ' (failed)'}`, '', '```text', extra.output, '```', '');
+    }
+  }
+
+  out.push('## Method', '');
+  out.push(...METHOD, '');
+  out.push('## Machine', '', '| | |', '|---|---|');
+  out.push(`| CPU | ${machine.cpu}, ${machine.cores} logical cores |`);
+  out.push(`| memory | ${machine.memory} |`);
+  out.push(`| OS | ${machine.os} |`);
+  out.push(`| load average (1/5/15 min) | before ${machine.loadBefore}; after ${machine.loadAfter} |`);
+  out.push(`| Node.js | ${machine.node} |`);
+  out.push(`| Redis | ${machine.redis} |`);
+  out.push(`| RabbitMQ | ${machine.rabbitmq} |`);
+  out.push(`| Python | ${machine.python} (Debian's python3-celery) |`);
+  out.push(`| kq | commit ${machine.kq}, TypeScript sources run with tsx |`);
+  out.push(`| peers | ${Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(', ')} |`);
+  out.push('', `Re-run with \`${input.command}\` from the repository root; \`pnpm bench -- --help\` lists the flags.`, '');
+  return out.join('\n');
+}
+
+function workloadDescription(workload: Workload, input: ReportInput): string {
+  const n = input.n.toLocaleString('en-US');
+  switch (workload) {
+    case 'W1':
+      return `one producer publishes ${n} tasks, awaited one by one or in bulk (tasks/s)`;
+    case 'W2':
+      return `${n} tasks already queued; one worker process runs and acks them all, timed from worker start to the last ack (tasks/s)`;
+    case 'W3':
+      return `${input.roundTrips.toLocaleString('en-US')} sequential tasks, each published and its result awaited (ms)`;
+  }
+}
+
+function kqReference(rows: readonly CaseOutcome[], match: (c: BenchCase) => boolean): number | null {
+  const kq = rows.find((o) => o.case.system === 'kq' && match(o.case));
+  return kq ? headline(kq) : null;
+}
+
+function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
+  const lines: string[] = [];
+  if (workload === 'W1') {
+    lines.push('| system | tasks/s (median) | min | max | kq × |', '|---|---:|---:|---:|---:|');
+    for (const outcome of rows) {
+      const f = figures(outcome);
+      const kq = kqReference(rows, (c) => c.mode === outcome.case.mode);
+      if (!f || f.kind !== 'rate') {
+        lines.push(`| ${outcome.case.label} | failed | | | |`);
+        continue;
+      }
+      const ratio = outcome.case.system === 'kq' ? '—' : formatSpeedup(speedup(kq, f.rate.median, 'rate'));
+      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |`);
+    }
+    return lines;
+  }
+  const kq100 = kqReference(rows, (c) => c.concurrency === 100);
+  const kq1 = kqReference(rows, (c) => c.concurrency === 1);
+  lines.push('| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × |', '|---|---:|---:|---:|---:|---:|');
+  for (const outcome of rows) {
+    const f = figures(outcome);
+    if (!f || f.kind !== 'rate') {
+      lines.push(`| ${outcome.case.label} | failed | | | | |`);
+      continue;
+    }
+    const self = outcome.case.system === 'kq';
+    lines.push(
+      `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
+        `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} |`,
+    );
+  }
+  return lines;
+}
+
+function latencyTable(rows: readonly CaseOutcome[]): string[] {
+  const kq = rows.find((o) => o.case.system === 'kq');
+  const kqFigures = kq ? figures(kq) : null;
+  const kqP50 = kqFigures?.kind === 'latency' ? kqFigures.p50.median : null;
+  const kqP99 = kqFigures?.kind === 'latency' ? kqFigures.p99.median : null;
+  const lines = ['| system | p50 ms (median) | p50 min–max | p99 ms (median) | p99 min–max | kq × (p50) | kq × (p99) |', '|---|---:|---:|---:|---:|---:|---:|'];
+  for (const outcome of rows) {
+    const f = figures(outcome);
+    if (!f || f.kind !== 'latency') {
+      lines.push(`| ${outcome.case.label} | failed | | | | | |`);
+      continue;
+    }
+    const self = outcome.case.system === 'kq';
+    lines.push(
+      `| ${name(outcome)} | ${formatMs(f.p50.median)} | ${formatMs(f.p50.min)}–${formatMs(f.p50.max)} | ${formatMs(f.p99.median)} | ` +
+        `${formatMs(f.p99.min)}–${formatMs(f.p99.max)} | ${self ? '—' : formatSpeedup(speedup(kqP50, f.p50.median, 'latency'))} | ` +
+        `${self ? '—' : formatSpeedup(speedup(kqP99, f.p99.median, 'latency'))} |`,
+    );
+  }
+  return lines;
+}
+
+function name(outcome: CaseOutcome): string {
+  const label = outcome.case.system === 'kq' ? `**${outcome.case.label}**` : outcome.case.label;
+  const notes = [failureNote(outcome), outcome.skipped ?? null].filter((note): note is string => note !== null);
+  return notes.length > 0 ? `${label} (${notes.join('; ')})` : label;
+}
+
+function oneLine(text: string): string {
+  const first = text.split('\n').slice(0, 3).join(' ').replace(/\|/g, '\\|');
+  return first.length > 400 ? `${first.slice(0, 400)}…` : first;
+}
+
+const METHOD = [
+  '- **Task**: a no-op that returns its argument, the task index (small JSON args). Every index is checked off when it ' +
+    'completes, so a lost or duplicated task fails the run instead of skewing it.',
+  '- **W1 enqueue**: timing starts once the producer is connected. "Awaited" waits for each publish before the next; ' +
+    '"bulk" is the system\'s bulk API (BullMQ `addBulk`, bee-queue `saveAll`, an ioredis pipeline), or 1000 publishes in ' +
+    'flight at once where there is none (kq, celery.node, amqplib + `waitForConfirms`). Python Celery has no bulk publish. ' +
+    'kq publishes through `app.sendTask` (what `task.delay` does), with confirms on RabbitMQ; celery.node\'s `sendTask` does ' +
+    'not return its publish, so the publish it makes is awaited directly. The broker is then checked to hold exactly N messages.',
+  '- **W2 drain**: the queue is filled by the system\'s own producer in a separate process and checked to hold N; the ' +
+    'worker process, already started and idle, is then told to go, and the clock runs from the call that starts the worker ' +
+    '(connecting included) to its last ack. kq and Python Celery ack late (after the task); BullMQ and bee-queue complete ' +
+    'jobs after the handler; celery.node acks on receipt (BRPOP / ack-before-run, no prefetch limit on RabbitMQ) and stores ' +
+    'every result (in Redis, its cheaper backend). Workers keep nothing after success where they can (no result backend for ' +
+    'kq and Python Celery, BullMQ `removeOnComplete`, bee-queue `removeOnSuccess` without events). Afterwards the broker ' +
+    'must hold nothing queued, unacked or failed. Python Celery (`celery worker`, prefetch multiplier 4) is timed from its ' +
+    '`worker_init` signal to the moment the broker holds nothing queued or unacked (polled every 5 ms).',
+  '- **W3 round trip**: a worker process (concurrency 1 where configurable; Python solo or prefork) and a producer process; ' +
+    'each task is published and its result awaited before the next. Results: the Redis result backend next to Redis; on ' +
+    'RabbitMQ, kq uses `rpc://` and celery.node its amqp backend (a queue per task, deleted afterwards). kq and Python ' +
+    'Celery wait on Redis pub/sub or the reply queue, BullMQ on QueueEvents (read from the start of the flushed stream, so ' +
+    'no completion is missed), bee-queue on its queue-wide `job succeeded` events (a job\'s own event is lost when the ' +
+    'worker finishes before `save()` returns), celery.node by polling (every 1 ms on Redis, 5 ms on RabbitMQ; its default is ' +
+    '500 ms).',
+  '- **Same footing**: no per-task logging anywhere (kq workers at `warning`, Celery workers at `WARNING`, celery.node\'s two ' +
+    '`console.info` lines per task muted); TCP_NODELAY on every AMQP connection (kq sets it; amqplib, also inside ' +
+    'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs from its TypeScript sources under tsx, its ' +
+    'transport package loaded before the clock starts.',
+  '- **Raw baselines** show the broker\'s floor: ioredis LPUSH/BRPOP/RPOP with no envelope, no ack and no bookkeeping; ' +
+    'amqplib with persistent messages, confirms, prefetch 200 and an ack per message.',
+  '- **Runs**: a case whose run fails keeps its other runs (the table says how many failed; the reasons are listed); a case ' +
+    'whose first run takes over 150 s runs once. The machine is shared with whatever else runs on it (see the load average ' +
+    'below): numbers are comparable within one run, not across machines.',
+];

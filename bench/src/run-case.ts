@@ -1,0 +1,203 @@
+// One run of one case: clean broker state, the runner processes the workload needs, the measurement, and the
+// completeness checks (nothing lost, nothing left unacked) — all read back from the broker.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AmqpAdmin, Leftover, RedisAdmin } from './broker-admin';
+import { queueName, type BenchCase } from './cases';
+import { READY_LINE, STARTING_PREFIX, celeryNodeTaskId, type DrainResult, type Role, type RunnerResult, type RunnerSpec } from './protocol';
+import { RunnerProcess } from './runner-process';
+import { percentile } from './stats';
+import { runnerCommand } from './systems';
+
+export interface RunSettings {
+  /** Tasks per W1/W2 run. */
+  n: number;
+  /** Sequential round trips per W3 run. */
+  roundTrips: number;
+  batch: number;
+  urls: { redis: string; amqp: string };
+  /** Longest a single step (fill, drain, the round trips...) may take. */
+  stepTimeoutMs: number;
+  redis: RedisAdmin | null;
+  amqp: AmqpAdmin | null;
+}
+
+/** What one run measured: a rate (W1, W2) or latency percentiles (W3). */
+export type RunMeasurement = { kind: 'rate'; perSecond: number } | { kind: 'latency'; p50: number; p99: number };
+
+/** A failed completeness check or a runner that misbehaved: the message says what and where. */
+export class RunFailure extends Error {
+  override name = 'RunFailure';
+}
+
+const POLL_MS = 5;
+/** Runners give up at the step timeout and say how far they got; the orchestrator waits this much longer to hear it. */
+const RESULT_GRACE_MS = 5000;
+
+export async function runCase(c: BenchCase, settings: RunSettings): Promise<RunMeasurement> {
+  const runners: RunnerProcess[] = [];
+  const start = (role: Role, n: number): RunnerProcess => {
+    const runner = RunnerProcess.start(runnerCommand(c.system, specFor(c, role, n, settings), `${c.label} [${role}, ${c.broker}]`));
+    runners.push(runner);
+    return runner;
+  };
+  try {
+    await reset(c, settings);
+    if (c.workload === 'W1') return await enqueue(c, settings, start);
+    if (c.workload === 'W2') return await drain(c, settings, start);
+    return await roundTrip(c, settings, start);
+  } finally {
+    await Promise.all(runners.map((runner) => runner.stop()));
+    if (c.system === 'celery-node' && c.workload === 'W3' && c.broker === 'amqp') {
+      const names = Array.from({ length: settings.roundTrips }, (_, index) => celeryNodeTaskId(index).replace(/-/g, ''));
+      await settings.amqp?.deleteQueues(names);
+    }
+  }
+}
+
+type Start = (role: Role, n: number) => RunnerProcess;
+
+async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const result = expect(await start('enqueue', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+  await waitForQueued(c, settings, settings.n, 'after publishing');
+  return { kind: 'rate', perSecond: settings.n / (result.elapsedMs / 1000) };
+}
+
+async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const filler = start('fill', settings.n);
+  // A Node worker process starts loading now and waits for GO; Python's worker is the celery command itself, so it
+  // is started once the queue is full.
+  const early = c.system === 'python-celery' ? null : start('drain', settings.n);
+  const fill = expect(await filler.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+  if (fill.published !== settings.n) throw new RunFailure(`${c.label}: the fill published ${fill.published} of ${settings.n} tasks.`);
+  await waitForQueued(c, settings, settings.n, 'before the worker started');
+
+  let result: DrainResult;
+  if (early) {
+    early.go();
+    result = expect(await early.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'drain', c);
+  } else {
+    const worker = start('drain', settings.n);
+    result = await drainWatchedAtBroker(c, settings, worker);
+    await worker.stop();
+  }
+
+  if (result.distinct !== settings.n) {
+    throw new RunFailure(`${c.label}: ${settings.n - result.distinct} of ${settings.n} tasks never completed (lost).`);
+  }
+  if (result.processed !== settings.n) {
+    throw new RunFailure(`${c.label}: ${result.processed - settings.n} task runs were duplicates (redelivered while the first delivery was still held).`);
+  }
+  const left = await leftover(c, settings);
+  if (left.queued !== 0 || left.unacked !== 0 || left.failed !== 0) {
+    throw new RunFailure(`${c.label}: after the drain the broker still holds ${describeLeftover(left)}.`);
+  }
+  return { kind: 'rate', perSecond: settings.n / (result.elapsedMs / 1000) };
+}
+
+/**
+ * Python Celery's worker cannot report its own last ack, so its drain is timed from the worker's `worker_init`
+ * signal (printed with its clock) to the moment the broker holds neither queued nor unacked messages, polled every
+ * 5 ms and confirmed by a second look (a message is briefly in neither place between BRPOP and its unacked record).
+ */
+async function drainWatchedAtBroker(c: BenchCase, settings: RunSettings, worker: RunnerProcess): Promise<DrainResult> {
+  const starting = await worker.waitForLine((line) => line.startsWith(STARTING_PREFIX), settings.stepTimeoutMs, 'starting');
+  const startedAt = Number(starting.line.slice(STARTING_PREFIX.length));
+  const deadline = Date.now() + settings.stepTimeoutMs;
+  let emptySince: number | null = null;
+  for (;;) {
+    const left = await leftover(c, settings);
+    if (left.queued === 0 && left.unacked === 0) {
+      if (emptySince !== null) return { kind: 'drain', elapsedMs: emptySince - startedAt, processed: settings.n, distinct: settings.n };
+      emptySince = Date.now();
+    } else {
+      emptySince = null;
+    }
+    if (Date.now() > deadline) {
+      throw new RunFailure(`${c.label}: the drain did not finish within ${settings.stepTimeoutMs / 1000} s; the broker still holds ${describeLeftover(left)}. Worker output:\n${worker.tail()}`);
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const worker = start('serve', settings.roundTrips);
+  const producer = start('roundtrip', settings.roundTrips);
+  await worker.waitForLine((line) => line.split(' ')[0] === READY_LINE, settings.stepTimeoutMs, 'the worker becoming ready');
+  producer.go();
+  const result = expect(await producer.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'roundtrip', c);
+  if (result.latenciesMs.length !== settings.roundTrips) {
+    throw new RunFailure(`${c.label}: ${result.latenciesMs.length} of ${settings.roundTrips} round trips completed.`);
+  }
+  if (result.wrong !== 0) throw new RunFailure(`${c.label}: ${result.wrong} round trips returned the wrong result.`);
+  return { kind: 'latency', p50: percentile(result.latenciesMs, 50), p99: percentile(result.latenciesMs, 99) };
+}
+
+function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): RunnerSpec {
+  const url = c.broker === 'redis' ? settings.urls.redis : settings.urls.amqp;
+  return {
+    role,
+    broker: c.broker,
+    url,
+    backend: backendFor(c, role, settings),
+    queue: queueName(c),
+    n,
+    mode: c.mode,
+    concurrency: c.concurrency,
+    batch: settings.batch,
+    variant: c.variant,
+    timeoutMs: settings.stepTimeoutMs,
+  };
+}
+
+/**
+ * Round trips store results where Celery users would: the Redis backend next to a Redis broker, rpc:// (replies over
+ * the broker) next to RabbitMQ — celery.node has no rpc://; its amqp:// backend is the same idea. Drains store none,
+ * except celery.node's worker, which cannot run without a backend: it gets Redis, its cheaper one.
+ */
+function backendFor(c: BenchCase, role: Role, settings: RunSettings): string | null {
+  if (role === 'serve' || role === 'roundtrip') {
+    if (c.broker === 'redis') return settings.urls.redis;
+    return c.system === 'kq' ? 'rpc://' : settings.urls.amqp;
+  }
+  if (role === 'drain' && c.system === 'celery-node') return settings.urls.redis;
+  return null;
+}
+
+async function reset(c: BenchCase, settings: RunSettings): Promise<void> {
+  if (c.broker === 'redis') {
+    if (!settings.redis) throw new RunFailure('Redis is not connected.');
+    await settings.redis.flush();
+  } else {
+    if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
+    await settings.amqp.purge(queueName(c));
+  }
+}
+
+async function leftover(c: BenchCase, settings: RunSettings): Promise<Leftover> {
+  if (c.broker === 'redis') {
+    if (!settings.redis) throw new RunFailure('Redis is not connected.');
+    return settings.redis.leftover(c.system, queueName(c));
+  }
+  if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
+  return settings.amqp.leftover(queueName(c));
+}
+
+/** Waits until the broker holds exactly `n` queued messages (publishers without confirms may still be in flight). */
+async function waitForQueued(c: BenchCase, settings: RunSettings, n: number, when: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  let left = await leftover(c, settings);
+  while (left.queued < n && Date.now() < deadline) {
+    await sleep(20);
+    left = await leftover(c, settings);
+  }
+  if (left.queued !== n) throw new RunFailure(`${c.label}: the broker holds ${left.queued} of ${n} published tasks ${when}.`);
+}
+
+function describeLeftover(left: Leftover): string {
+  return `${left.queued} queued, ${left.unacked} unacked, ${left.failed} failed`;
+}
+
+function expect<K extends RunnerResult['kind']>(result: RunnerResult, kind: K, c: BenchCase): Extract<RunnerResult, { kind: K }> {
+  if (result.kind !== kind) throw new RunFailure(`${c.label}: expected a ${kind} result, got ${result.kind}.`);
+  return result as Extract<RunnerResult, { kind: K }>;
+}

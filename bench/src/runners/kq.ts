@@ -1,0 +1,99 @@
+// kq (@kq/worker on @kq/redis or @kq/amqp), used the way an application uses it: App, sendTask, app.worker().
+//
+// Tasks are sent by name with `app.sendTask` (what `task.delay` does). Workers ack late (after the task ran and its
+// result, if any, was stored), log at warning level (no line per task), and keep kq's other defaults
+// (prefetch = concurrency × 4, remote control on).
+import { App } from '@kq/worker';
+import { TASK_NAME, type RunnerSpec } from '../protocol';
+import { CompletionTracker, announceReady, awaitGo, inFlightBatches, measureRoundTrips, report, runMain, since } from './runner-kit';
+
+function createApp(spec: RunnerSpec, backend: string | null): App {
+  return new App('kqbench', {
+    broker: spec.url,
+    backend,
+    taskDefaultQueue: spec.queue,
+    taskAcksLate: true,
+  });
+}
+
+/**
+ * Loads the transport package the URL will pick before the clock starts: the app loads it on first connect, and
+ * under tsx that load (compiling TypeScript) would otherwise be timed as part of the drain.
+ */
+async function preloadTransport(spec: RunnerSpec): Promise<void> {
+  await (spec.broker === 'redis' ? import('@kq/redis') : import('@kq/amqp'));
+}
+
+function createWorker(app: App, spec: RunnerSpec) {
+  app.task(TASK_NAME, (_ctx, index: number) => index);
+  return app.worker({ concurrency: spec.concurrency, hostname: `kqbench-${process.pid}@%h`, loglevel: 'warning' });
+}
+
+async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
+  const app = createApp(spec, null);
+  await app.connection.connect();
+  const send = (index: number) => app.sendTask(TASK_NAME, [index]);
+  const start = performance.now();
+  if (spec.mode === 'awaited' && timed) {
+    for (let index = 0; index < spec.n; index++) await send(index);
+  } else {
+    await inFlightBatches(spec.n, spec.batch, send);
+  }
+  const elapsedMs = since(start);
+  await app.close();
+  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+}
+
+async function drain(spec: RunnerSpec): Promise<void> {
+  await preloadTransport(spec);
+  await awaitGo();
+  const app = createApp(spec, null);
+  const worker = createWorker(app, spec);
+  const tracker = new CompletionTracker(spec.n);
+  worker.on('task', (kind, request) => {
+    if (kind === 'succeeded') tracker.complete(request.message.args[0]);
+  });
+  const start = performance.now();
+  await worker.start();
+  await tracker.done;
+  // Acks land after 'succeeded'; the pool is drained once every job, ack included, has finished.
+  await worker.pool.drained();
+  const elapsedMs = since(start);
+  await worker.stop();
+  await app.close();
+  report(tracker.result(elapsedMs));
+}
+
+async function serve(spec: RunnerSpec): Promise<void> {
+  const app = createApp(spec, spec.backend);
+  const worker = createWorker(app, spec);
+  await worker.start();
+  announceReady();
+  await new Promise(() => undefined); // until the orchestrator stops us
+}
+
+async function roundTrip(spec: RunnerSpec): Promise<void> {
+  await preloadTransport(spec);
+  await awaitGo();
+  const app = createApp(spec, spec.backend);
+  await app.connection.connect();
+  await app.backend();
+  const result = await measureRoundTrips(spec.n, async (index) => (await app.sendTask<number>(TASK_NAME, [index])).get({ timeout: 30_000 }));
+  await app.close();
+  report(result);
+}
+
+runMain(async (spec) => {
+  switch (spec.role) {
+    case 'enqueue':
+      return enqueue(spec, true);
+    case 'fill':
+      return enqueue(spec, false);
+    case 'drain':
+      return drain(spec);
+    case 'serve':
+      return serve(spec);
+    case 'roundtrip':
+      return roundTrip(spec);
+  }
+});

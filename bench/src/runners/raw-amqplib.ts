@@ -1,0 +1,128 @@
+// The floor on RabbitMQ: amqplib with nothing on top. Persistent messages to a durable queue on a confirm channel
+// (each confirm awaited, or 1000 in flight then waitForConfirms), a consumer with prefetch 200 that acks each
+// message, and a round trip as publish + reply on an exclusive reply queue. TCP_NODELAY on, as in kq's transport.
+import { connect, type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { TASK_NAME, type RunnerSpec } from '../protocol';
+import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+
+const PREFETCH = 200;
+
+function payload(index: number): Buffer {
+  return Buffer.from(JSON.stringify({ task: TASK_NAME, args: [index] }));
+}
+
+function indexOf(content: Buffer): unknown {
+  return (JSON.parse(content.toString('utf8')) as { args: unknown[] }).args[0];
+}
+
+async function open(spec: RunnerSpec): Promise<ChannelModel> {
+  // TCP_NODELAY, as kq's transport sets it: amqplib leaves Nagle on by default, which stalls small writes ~40 ms.
+  const connection = await connect(spec.url, { noDelay: true });
+  connection.on('error', (error: Error) => process.stderr.write(`connection error: ${error.message}\n`));
+  return connection;
+}
+
+function publishConfirmed(channel: ConfirmChannel, queue: string, content: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    channel.publish('', queue, content, { persistent: true, contentType: 'application/json' }, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
+  const connection = await open(spec);
+  const channel = await connection.createConfirmChannel();
+  await channel.assertQueue(spec.queue, { durable: true });
+  const start = performance.now();
+  if (spec.mode === 'awaited' && timed) {
+    for (let index = 0; index < spec.n; index++) await publishConfirmed(channel, spec.queue, payload(index));
+  } else {
+    for (let at = 0; at < spec.n; at += spec.batch) {
+      for (let index = at; index < Math.min(spec.n, at + spec.batch); index++) {
+        channel.publish('', spec.queue, payload(index), { persistent: true, contentType: 'application/json' });
+      }
+      await channel.waitForConfirms();
+    }
+  }
+  const elapsedMs = since(start);
+  await connection.close();
+  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+}
+
+async function drain(spec: RunnerSpec): Promise<void> {
+  await awaitGo();
+  const tracker = new CompletionTracker(spec.n);
+  const start = performance.now();
+  const connection = await open(spec);
+  const channel = await connection.createChannel();
+  await channel.prefetch(PREFETCH);
+  await channel.consume(spec.queue, (message) => {
+    if (!message) return;
+    tracker.complete(indexOf(message.content));
+    channel.ack(message);
+  });
+  await tracker.done;
+  const elapsedMs = since(start);
+  // Closing the channel first makes its acks reach the broker before the connection goes.
+  await channel.close();
+  await connection.close();
+  report(tracker.result(elapsedMs));
+}
+
+async function serve(spec: RunnerSpec): Promise<void> {
+  const connection = await open(spec);
+  const channel: Channel = await connection.createChannel();
+  await channel.assertQueue(spec.queue, { durable: true });
+  await channel.prefetch(PREFETCH);
+  await channel.consume(spec.queue, (message) => {
+    if (!message) return;
+    const { replyTo, correlationId } = message.properties as { replyTo?: string; correlationId?: string };
+    if (replyTo) channel.sendToQueue(replyTo, Buffer.from(JSON.stringify(indexOf(message.content))), { correlationId });
+    channel.ack(message);
+  });
+  announceReady();
+  await new Promise(() => undefined);
+}
+
+async function roundTrip(spec: RunnerSpec): Promise<void> {
+  await awaitGo();
+  const connection = await open(spec);
+  const channel = await connection.createChannel();
+  await channel.assertQueue(spec.queue, { durable: true });
+  const { queue: replyQueue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+  const waiting = new Map<string, (value: unknown) => void>();
+  await channel.consume(
+    replyQueue,
+    (message) => {
+      const id = message?.properties.correlationId as string | undefined;
+      const resolve = id === undefined ? undefined : waiting.get(id);
+      if (message && resolve && id !== undefined) {
+        waiting.delete(id);
+        resolve(JSON.parse(message.content.toString('utf8')) as unknown);
+      }
+    },
+    { noAck: true },
+  );
+  const result = await measureRoundTrips(spec.n, (index) => {
+    const correlationId = String(index);
+    const reply = new Promise<unknown>((resolve) => waiting.set(correlationId, resolve));
+    channel.publish('', spec.queue, payload(index), { persistent: true, contentType: 'application/json', replyTo: replyQueue, correlationId });
+    return reply;
+  });
+  await connection.close();
+  report(result);
+}
+
+runMain(async (spec) => {
+  switch (spec.role) {
+    case 'enqueue':
+      return enqueue(spec, true);
+    case 'fill':
+      return enqueue(spec, false);
+    case 'drain':
+      return drain(spec);
+    case 'serve':
+      return serve(spec);
+    case 'roundtrip':
+      return roundTrip(spec);
+  }
+});

@@ -1,0 +1,67 @@
+import { brokerReachable, brokerUrls } from '@kq/test-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisAdmin } from '../src/broker-admin';
+import { allCases, BATCH, type BenchCase } from '../src/cases';
+import { runCase, type RunSettings } from '../src/run-case';
+import { stopAll } from '../src/runner-process';
+
+// The whole path of a case — reset, runner processes, GO, result, broker-side completeness checks — on the raw
+// ioredis baseline (the fastest runners to start). `pnpm bench:smoke` covers every system the same way.
+// Database 14: the benchmark itself uses 15, so a test run never flushes a benchmark in progress.
+const up = await brokerReachable('redis');
+const url = (() => {
+  const parsed = new URL(brokerUrls.redis);
+  parsed.pathname = '/14';
+  return parsed.toString();
+})();
+
+function byKey(key: string): BenchCase {
+  const found = allCases().find((c) => c.key === key);
+  if (!found) throw new Error(`no case ${key}`);
+  return found;
+}
+
+describe.skipIf(!up)('runCase (raw ioredis, small N)', () => {
+  let settings: RunSettings;
+
+  beforeAll(async () => {
+    settings = {
+      n: 50,
+      roundTrips: 20,
+      batch: BATCH,
+      urls: { redis: url, amqp: brokerUrls.amqp },
+      stepTimeoutMs: 20_000,
+      redis: await RedisAdmin.open(url),
+      amqp: null,
+    };
+  });
+
+  afterAll(async () => {
+    await stopAll();
+    await settings.redis?.flush();
+    await settings.redis?.close();
+  });
+
+  it('W1: publishes N and finds exactly N in the broker', async () => {
+    const result = await runCase(byKey('redis.W1.raw-ioredis.bulk'), settings);
+    expect(result.kind).toBe('rate');
+  }, 30_000);
+
+  it('W2: fills, drains after GO, and finds nothing left', async () => {
+    const result = await runCase(byKey('redis.W2.raw-ioredis.brpop'), settings);
+    expect(result).toMatchObject({ kind: 'rate' });
+    expect(await settings.redis?.leftover('raw-ioredis', 'kqbench.raw-ioredis')).toEqual({ queued: 0, unacked: 0, failed: 0 });
+  }, 30_000);
+
+  it('W3: round trips through a serving worker and reports p50 ≤ p99', async () => {
+    const result = await runCase(byKey('redis.W3.raw-ioredis'), settings);
+    if (result.kind !== 'latency') throw new Error('expected latencies');
+    expect(result.p50).toBeLessThanOrEqual(result.p99);
+  }, 30_000);
+
+  it('refuses a database 0 URL, so it can never flush real data', async () => {
+    const parsed = new URL(brokerUrls.redis);
+    parsed.pathname = '/0';
+    await expect(RedisAdmin.open(parsed.toString())).rejects.toThrow(/give it one of its own/);
+  });
+});

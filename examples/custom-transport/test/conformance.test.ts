@@ -1,0 +1,22 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { defineTransportSuite } from '@kq/test-harness';
+import { FileSystemTransport } from '../src/index';
+
+// One directory for the whole run; every test uses its own queue names inside it.
+const root = await mkdtemp(join(tmpdir(), 'kq-fs-conformance-'));
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+const VISIBILITY_TIMEOUT_MS = 1_500;
+
+defineTransportSuite({
+  name: 'filesystem',
+  create: () => new FileSystemTransport({ root, visibilityTimeoutMs: VISIBILITY_TIMEOUT_MS }),
+  crash: async (transport) => {
+    if (!(transport instanceof FileSystemTransport)) throw new TypeError('expected a FileSystemTransport');
+    await transport.abandon();
+  },
+  recoveryTimeoutMs: VISIBILITY_TIMEOUT_MS * 4,
+});

@@ -1,0 +1,33 @@
+// @kq/amqp — the AMQP 0-9-1 (RabbitMQ) transport for kq, on amqplib.
+import type { TransportOptions } from '@kq/core';
+import { AmqpTransport } from './amqp-transport';
+import type { AmqpTransportOptions } from './options';
+
+export { AmqpTransport, AMQP_MAX_PRIORITY } from './amqp-transport';
+export type { AmqpTransportOptions, DelayQueueType } from './options';
+export { ConsumerCancelled } from './amqp-errors';
+export { parseAmqpUrl, type AmqpUrl } from './amqp-url';
+export {
+  DEFAULT_DELAY_LADDER,
+  DELAY_TARGET_HEADER,
+  DelayLadder,
+  MAX_DELAY_MS,
+  planDelay,
+  type DelayLevel,
+  type DelayPlan,
+} from './delay-ladder';
+
+/** The factory core's transport registry calls for `amqp://` and `amqps://` URLs. */
+export function createTransport(url: string, options: AmqpTransportOptions | TransportOptions = {}): AmqpTransport {
+  return new AmqpTransport(url, options as AmqpTransportOptions);
+}
+export {
+  AmqpBeatLease,
+  createBeatLease,
+  type AmqpBeatLeaseOptions,
+  type AmqpBeatLeadership,
+  type AmqpBeatLeaseListener,
+  type AmqpTickCommit,
+  type AmqpCommitOutcome,
+} from './single-active-consumer-lease';
+export { AmqpCycleRegister, createCycleRegister, type AmqpCycleRegisterOptions, type AmqpCycleMarker, type AmqpCycleBegin, type AmqpCycleAdvance } from './cycle-register';

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { KqError } from '@kq/core';
+import { AmqpTransport, createTransport, parseAmqpUrl } from '../src/index';
+
+describe('AMQP URLs, read as Kombu reads them', () => {
+  it('takes host, port, credentials and vhost apart', () => {
+    expect(parseAmqpUrl('amqp://user:p%40ss@broker.example:5673/my%2Fvhost?heartbeat=15')).toEqual({
+      protocol: 'amqp',
+      hostname: 'broker.example',
+      port: 5673,
+      username: 'user',
+      password: 'p@ss',
+      vhost: 'my/vhost',
+      heartbeat: 15,
+    });
+  });
+
+  it.each([
+    ['amqp://h', '/'],
+    ['amqp://h/', '/'],
+    ['amqp://h//', '/'],
+    ['amqp://h/%2F', '/'],
+    ['amqp://h/celery', 'celery'],
+  ])('%s has vhost %s', (url, vhost) => {
+    expect(parseAmqpUrl(url).vhost).toBe(vhost);
+  });
+
+  it('defaults to guest/guest, port 5672, and 5671 for amqps', () => {
+    expect(parseAmqpUrl('amqp://h')).toMatchObject({ username: 'guest', password: 'guest', port: 5672 });
+    expect(parseAmqpUrl('amqps://h')).toMatchObject({ protocol: 'amqps', port: 5671 });
+  });
+
+  it('refuses other schemes and bad parameters with a KqError', () => {
+    expect(() => parseAmqpUrl('redis://h')).toThrow(KqError);
+    expect(() => parseAmqpUrl('amqp://h?heartbeat=soon')).toThrow(/heartbeat/);
+  });
+
+  it('describes the transport without the password, with the declared capabilities', () => {
+    const transport = createTransport('amqps://u:secret@h:1234/v', {});
+    expect(transport).toBeInstanceOf(AmqpTransport);
+    expect(transport.describe()).toEqual({ transport: 'amqp', hostname: 'h', port: 1234, virtualHost: 'v', userid: 'u', ssl: true });
+    expect(transport.capabilities).toEqual({
+      exchangeTypes: ['direct', 'topic', 'fanout', 'headers'],
+      fanout: 'queued',
+      priorities: 'higher-first',
+      maxPriority: 255,
+      messageTtl: true,
+      deadLettering: true,
+      delayedDelivery: true,
+      publisherConfirms: true,
+      crashRecovery: true,
+    });
+  });
+});

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Exchange, Queue, QueueNotFound, type Channel, type Delivery } from '@kq/core';
+import { brokerReachable } from '@kq/test-harness';
+import type { AmqpTransport } from '../src/index';
+import { message, namer, newTransport, waitFor } from './helpers';
+
+const up = await brokerReachable('amqp');
+const name = namer('delay');
+
+interface Arrival {
+  delivery: Delivery;
+  at: number;
+}
+
+describe.skipIf(!up)('delayed delivery through the TTL ladder', () => {
+  let transport: AmqpTransport;
+  let channel: Channel;
+  const queues: string[] = [];
+  const exchanges: string[] = [];
+
+  async function queue(label: string, options: ConstructorParameters<typeof Queue>[1] = {}): Promise<string> {
+    const queueName = name(label);
+    queues.push(queueName);
+    await channel.declareQueue(new Queue(queueName, options));
+    return queueName;
+  }
+
+  async function arrivals(queueName: string): Promise<{ list: Arrival[]; cancel: () => Promise<void> }> {
+    const list: Arrival[] = [];
+    const handle = await channel.consume({
+      queues: [queueName],
+      onMessage: (delivery) => {
+        list.push({ delivery, at: Date.now() });
+        void delivery.ack();
+      },
+    });
+    return { list, cancel: () => handle.cancel() };
+  }
+
+  beforeAll(async () => {
+    // A ladder of this file's own, deleted at the end (the default kq_delayed_* is shared by every kq client).
+    transport = newTransport({ connectionName: name('conn'), delayLadderPrefix: name('ladder') });
+    channel = await transport.createChannel();
+    const started = Date.now();
+    await transport.declareDelayLadder();
+    console.log(`[kq amqp] declared the delay ladder in ${Date.now() - started} ms`);
+  });
+
+  afterAll(async () => {
+    for (const queueName of queues) await channel.deleteQueue(queueName).catch(() => undefined);
+    for (const exchange of exchanges) await channel.deleteExchange(exchange).catch(() => undefined);
+    await transport.deleteDelayLadder();
+    await transport.close();
+  });
+
+  it('lands a 2 s and a 5 s delay within a second of due, never early', async () => {
+    const target = await queue('two-five', { durable: false });
+    const { list, cancel } = await arrivals(target);
+    const start = Date.now();
+    await Promise.all([
+      channel.publish('', target, message('five'), { delay: 5000 }),
+      channel.publish('', target, message('two'), { delay: 2000 }),
+    ]);
+    await waitFor('the 2 s message within 1 s of due', () => list.length >= 1, 2000 + 1000 - (Date.now() - start));
+    await waitFor('the 5 s message within 1 s of due', () => list.length >= 2, 5000 + 1000 - (Date.now() - start));
+    await cancel();
+    expect(list.map((arrival) => arrival.delivery.body.toString())).toEqual(['two', 'five']);
+    expect(list[0]!.at - start).toBeGreaterThanOrEqual(2000 - 20);
+    expect(list[1]!.at - start).toBeGreaterThanOrEqual(5000 - 20);
+    expect(list[0]!.delivery.deliveryInfo).toMatchObject({ exchange: '', routingKey: target, queue: target, redelivered: false });
+    expect(list[0]!.delivery.deliveryInfo.deliveryCount).toBeUndefined();
+  });
+
+  it('lands mixed delays in due order, through a topic exchange into a quorum queue, with the real routing key', async () => {
+    const exchange = name('events');
+    exchanges.push(exchange);
+    const target = await queue('ordered', { queueType: 'quorum', exchange: new Exchange(exchange, { type: 'topic', durable: false }), routingKey: 'job.*' });
+    const { list, cancel } = await arrivals(target);
+    // Published in a shuffled order, due 350 ms apart (some with a millisecond remainder), up to 3.2 s out.
+    const delays = [1750, 350, 2800, 1050, 3150, 700, 2450, 2100, 1400];
+    await Promise.all(delays.map((delay) => channel.publish(exchange, `job.${delay}`, message(String(delay)), { delay })));
+    await waitFor('every delayed message', () => list.length === delays.length, 3150 + 2000);
+    await cancel();
+    expect(list.map((arrival) => Number(arrival.delivery.body.toString()))).toEqual([...delays].sort((a, b) => a - b));
+    for (const { delivery } of list) {
+      expect(delivery.deliveryInfo.exchange).toBe(exchange);
+      expect(delivery.deliveryInfo.routingKey).toBe(`job.${delivery.body.toString()}`);
+    }
+  });
+
+  it('keeps headers and properties (the per-message expiration is dropped) and strips its own bookkeeping', async () => {
+    const target = await queue('props', { durable: false, maxPriority: 9 });
+    const { list, cancel } = await arrivals(target);
+    await channel.publish(
+      '',
+      target,
+      message('kept', { headers: { task: 't', retries: 2 }, properties: { correlationId: 'c1', priority: 5, deliveryMode: 2, expiration: '100' } }),
+      { delay: 300 },
+    );
+    await waitFor('the delayed message', () => list.length === 1, 3000);
+    await cancel();
+    const { delivery } = list[0]!;
+    expect(delivery.headers).toEqual({ task: 't', retries: 2 });
+    expect(delivery.properties).toEqual({ correlationId: 'c1', priority: 5, deliveryMode: 2 });
+  });
+
+  it('refuses a delayed message for a default-exchange queue that does not exist', async () => {
+    await expect(channel.publish('', name('nowhere'), message('x'), { delay: 1000 })).rejects.toBeInstanceOf(QueueNotFound);
+  });
+});

@@ -1,0 +1,175 @@
+import { KqError } from './errors';
+import { Exchange } from './exchange';
+import { type Queue } from './queue';
+import { DEFAULT_RETRY_POLICY, retryOver, type RetryPolicy } from './retry-policy';
+import type { Channel, Transport, TransportEvents } from './transport';
+import { createTransport, type TransportOptions } from './transport-registry';
+import { TypedEmitter } from './typed-emitter';
+
+/** An exchange or queue that a connection declares (and re-declares after a reconnect). */
+export type Entity = Exchange | Queue;
+
+export interface ConnectionOptions {
+  /** Passed to the transport the URL selects. */
+  transportOptions?: TransportOptions;
+  /** How `connect()` retries an unreachable broker. Default: forever, 0 → 2 s steps of 1 s, capped at 30 s. */
+  connectRetryPolicy?: RetryPolicy;
+  /** Default policy of `ensure()`. Default: Celery's publish policy (3 retries, 0/0.2/0.4 s... capped at 1 s). */
+  retryPolicy?: RetryPolicy;
+}
+
+const DEFAULT_CONNECT_POLICY: RetryPolicy = { maxRetries: undefined, intervalStart: 0, intervalStep: 1000, intervalMax: 30_000, jitter: 0.2 };
+
+/**
+ * A broker connection in Kombu's sense: made from a URL, connects lazily, and `ensure()`s operations — a
+ * recoverable failure (connection lost, channel closed) is retried on a fresh channel after re-declaring the
+ * topology this connection declared before.
+ */
+export class Connection extends TypedEmitter<TransportEvents> {
+  readonly url: string | undefined;
+  readonly #options: ConnectionOptions;
+  #transport: Transport | undefined;
+  #transportPromise: Promise<Transport> | undefined;
+  #channel: Promise<Channel> | undefined;
+  readonly #declared = new Map<string, Entity>();
+  #closed = false;
+
+  constructor(broker: string | Transport, options: ConnectionOptions = {}) {
+    super();
+    this.#options = options;
+    if (typeof broker === 'string') {
+      this.url = broker;
+    } else {
+      this.url = undefined;
+      this.#adopt(broker);
+    }
+  }
+
+  /** The transport, created from the URL on first use. */
+  async transport(): Promise<Transport> {
+    if (this.#transport) return this.#transport;
+    this.#transportPromise ??= createTransport(this.url as string, this.#options.transportOptions ?? {}).then((transport) =>
+      this.#adopt(transport),
+    );
+    return this.#transportPromise;
+  }
+
+  get isConnected(): boolean {
+    return this.#transport?.isConnected ?? false;
+  }
+
+  /** Connects, retrying recoverable failures by `connectRetryPolicy`. */
+  async connect(): Promise<this> {
+    this.#assertOpen();
+    const transport = await this.transport();
+    await retryOver(() => transport.connect(), this.#options.connectRetryPolicy ?? DEFAULT_CONNECT_POLICY, {
+      onRetry: (error, attempt, delay) => {
+        this.emit('error', asError(error, `connect attempt ${attempt} failed; retrying in ${delay} ms`));
+      },
+    });
+    return this;
+  }
+
+  /** The connection's default channel, reopened if it was closed. */
+  async channel(): Promise<Channel> {
+    this.#assertOpen();
+    const current = this.#channel;
+    if (current) {
+      const channel = await current.catch(() => undefined);
+      if (channel?.isOpen) return channel;
+      if (this.#channel === current) this.#channel = undefined;
+    }
+    this.#channel ??= this.#openDefaultChannel();
+    return this.#channel;
+  }
+
+  /** A new channel of its own (consumers use one each, so a slow consumer never blocks a publisher). */
+  async createChannel(): Promise<Channel> {
+    this.#assertOpen();
+    await this.connect();
+    const channel = await (await this.transport()).createChannel();
+    await this.#redeclare(channel);
+    return channel;
+  }
+
+  /** Declares an entity and remembers it, so it is declared again on every new channel after a reconnect. */
+  async declare(entity: Entity, channel?: Channel): Promise<void> {
+    const target = channel ?? (await this.channel());
+    await declareEntity(target, entity);
+    this.#declared.set(entityKey(entity), entity);
+  }
+
+  /** Stops re-declaring an entity on new channels — call it when the entity was deleted on purpose. */
+  forget(entity: Entity): void {
+    this.#declared.delete(entityKey(entity));
+  }
+
+  /** True when this connection already declared the entity (Kombu's `maybe_declare` cache). */
+  hasDeclared(entity: Entity): boolean {
+    return this.#declared.has(entityKey(entity));
+  }
+
+  /**
+   * Runs `operation` on the default channel; if it fails with a recoverable error, drops the channel, reconnects,
+   * re-declares the remembered topology and tries again, by `policy`.
+   */
+  async ensure<T>(operation: (channel: Channel) => Promise<T>, policy?: RetryPolicy): Promise<T> {
+    return retryOver(async () => operation(await this.channel()), policy ?? this.#options.retryPolicy ?? DEFAULT_RETRY_POLICY, {
+      onRetry: async (error) => {
+        this.emit('error', asError(error, 'operation failed; retrying on a fresh channel'));
+        const stale = this.#channel;
+        this.#channel = undefined;
+        const channel = await stale?.catch(() => undefined);
+        await channel?.close().catch(() => undefined);
+      },
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const channel = await this.#channel?.catch(() => undefined);
+    this.#channel = undefined;
+    await channel?.close().catch(() => undefined);
+    await this.#transport?.close();
+  }
+
+  #adopt(transport: Transport): Transport {
+    this.#transport = transport;
+    transport.on('connected', () => this.emit('connected'));
+    transport.on('disconnected', (error) => this.emit('disconnected', error));
+    transport.on('error', (error) => this.emit('error', error));
+    return transport;
+  }
+
+  async #openDefaultChannel(): Promise<Channel> {
+    try {
+      return await this.createChannel();
+    } catch (error) {
+      this.#channel = undefined;
+      throw error;
+    }
+  }
+
+  async #redeclare(channel: Channel): Promise<void> {
+    for (const entity of this.#declared.values()) await declareEntity(channel, entity);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new KqError('This connection is closed; create a new Connection.');
+  }
+}
+
+export async function declareEntity(channel: Channel, entity: Entity): Promise<void> {
+  if (entity instanceof Exchange) await channel.declareExchange(entity);
+  else await channel.declareQueue(entity);
+}
+
+function entityKey(entity: Entity): string {
+  return entity instanceof Exchange ? `exchange:${entity.name}` : `queue:${entity.name}`;
+}
+
+function asError(error: unknown, context: string): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return new KqError(`${context}: ${message}`, { cause: error });
+}

@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto';
+import type { Connection } from './connection';
+import { ContentDisallowed, DecodeError, KqError } from './errors';
+import type { Delivery } from './message';
+import type { Queue } from './queue';
+import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
+import type { Channel, ConsumerHandle } from './transport';
+import { TypedEmitter } from './typed-emitter';
+
+export interface ConsumerOptions {
+  queues: readonly Queue[];
+  /** Called with the decoded body (the raw bytes with `decode: false`). Settle the delivery here (unless `noAck`). */
+  onMessage: (body: unknown, delivery: Delivery) => void | Promise<void>;
+  /** Decode bodies before `onMessage` (default true). False hands over the raw `Buffer`, for callers with their own codec. */
+  decode?: boolean;
+  /** Content types or serializer names to decode; others are rejected undecoded. Default: every registered codec. */
+  accept?: readonly string[];
+  prefetch?: number;
+  noAck?: boolean;
+  consumerTag?: string;
+  /** Declare the queues (and their exchanges and bindings) before consuming. Default true. */
+  autoDeclare?: boolean;
+  serializers?: SerializerRegistry;
+}
+
+export type ConsumerEvents = {
+  /** A message could not be decoded (or was not accepted) and was rejected; `reason` says why. */
+  rejected: [delivery: Delivery, reason: Error];
+  /** `onMessage` threw; the delivery was left as the handler left it. */
+  error: [error: Error, delivery?: Delivery];
+  /** The consumer lost its channel and resumed on a new one. */
+  recovered: [];
+};
+
+/**
+ * Consumes from several queues on a channel of its own with Kombu's semantics: declares what it reads, decodes by
+ * content type against an accept list, and never lets a bad message or a failing handler stop it. Undecodable or
+ * disallowed content is rejected (dead-lettered where the queue has a dead-letter exchange) with the reason reported.
+ * If its channel dies, it resumes on a new one.
+ */
+export class Consumer extends TypedEmitter<ConsumerEvents> {
+  readonly connection: Connection;
+  readonly tag: string;
+  readonly #options: ConsumerOptions;
+  readonly #serializers: SerializerRegistry;
+  #queues: readonly Queue[];
+  #channel: Channel | undefined;
+  #handle: ConsumerHandle | undefined;
+  #prefetch: number;
+  #active = false;
+
+  constructor(connection: Connection, options: ConsumerOptions) {
+    super();
+    this.connection = connection;
+    this.#options = options;
+    this.tag = options.consumerTag ?? `kq-${randomUUID()}`;
+    this.#prefetch = options.prefetch ?? 0;
+    this.#queues = [...options.queues];
+    this.#serializers = options.serializers ?? defaultSerializers;
+  }
+
+  get queues(): readonly Queue[] {
+    return this.#queues;
+  }
+
+  get prefetch(): number {
+    return this.#prefetch;
+  }
+
+  /** Declares the queues (unless `autoDeclare: false`) and starts consuming. */
+  async consume(): Promise<void> {
+    if (this.#active) return;
+    this.#active = true;
+    await this.#start();
+  }
+
+  /**
+   * Replaces the queues consumed (Celery's `add_consumer` / `cancel_consumer`). While consuming, new queues are
+   * declared (unless `autoDeclare: false`) and consumption restarts on the same channel, so deliveries in hand stay
+   * valid and are settled as usual.
+   */
+  async setQueues(queues: readonly Queue[]): Promise<void> {
+    this.#queues = [...queues];
+    const channel = this.#channel;
+    if (!this.#active || !channel) return;
+    if (this.#options.autoDeclare ?? true) for (const queue of this.#queues) await this.connection.declare(queue, channel);
+    const previous = this.#handle;
+    this.#handle = undefined;
+    await previous?.cancel();
+    if (this.#queues.length > 0) this.#handle = await this.#consumeOn(channel);
+  }
+
+  async setPrefetch(count: number): Promise<void> {
+    this.#prefetch = count;
+    await this.#handle?.setPrefetch(count);
+  }
+
+  /**
+   * Stops receiving new messages but keeps the channel open, so deliveries in hand can still be settled
+   * (a worker's warm shutdown). `cancel()` afterwards closes the channel.
+   */
+  async stopConsuming(): Promise<void> {
+    this.#active = false;
+    const handle = this.#handle;
+    this.#handle = undefined;
+    await handle?.cancel();
+  }
+
+  /** Stops consuming and closes the consumer's channel; deliveries not yet settled go back to their queues. */
+  async cancel(): Promise<void> {
+    this.#active = false;
+    const channel = this.#channel;
+    this.#channel = undefined;
+    this.#handle = undefined;
+    await channel?.close().catch(() => undefined);
+  }
+
+  async #start(): Promise<void> {
+    const channel = await this.connection.createChannel();
+    this.#channel = channel;
+    channel.on('error', (error) => this.emit('error', error));
+    channel.on('close', (error) => {
+      if (this.#active && this.#channel === channel && error) void this.#recover();
+    });
+    if (this.#options.autoDeclare ?? true) {
+      for (const queue of this.#queues) await this.connection.declare(queue, channel);
+    }
+    if (this.#queues.length > 0) this.#handle = await this.#consumeOn(channel);
+  }
+
+  #consumeOn(channel: Channel): Promise<ConsumerHandle> {
+    return channel.consume({
+      queues: this.#queues.map((queue) => queue.name),
+      prefetch: this.#prefetch,
+      noAck: this.#options.noAck ?? false,
+      consumerTag: this.tag,
+      onMessage: (delivery) => void this.#receive(delivery),
+      onCancel: () => {
+        if (this.#active) void this.#recover();
+      },
+    });
+  }
+
+  async #recover(): Promise<void> {
+    // Close the old channel first: left open, its consumer could come back next to the new one.
+    const stale = this.#channel;
+    this.#channel = undefined;
+    this.#handle = undefined;
+    await stale?.close().catch(() => undefined);
+    for (let attempt = 1; this.#active; attempt++) {
+      try {
+        await this.#start();
+        this.emit('recovered');
+        return;
+      } catch (error) {
+        this.emit('error', error instanceof Error ? error : new KqError(String(error)));
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5000)));
+      }
+    }
+  }
+
+  async #receive(delivery: Delivery): Promise<void> {
+    if (this.#options.decode === false) {
+      try {
+        await this.#options.onMessage(delivery.body, delivery);
+      } catch (error) {
+        this.emit('error', toError(error), delivery);
+      }
+      return;
+    }
+    let body: unknown;
+    try {
+      body = delivery.decode(this.#options.accept ? { accept: this.#options.accept, serializers: this.#serializers } : { serializers: this.#serializers });
+    } catch (error) {
+      const reason = error instanceof ContentDisallowed || error instanceof DecodeError ? error : new DecodeError(String(error), { cause: error });
+      if (!delivery.acknowledged) await delivery.reject().catch((rejectError: unknown) => this.emit('error', toError(rejectError), delivery));
+      this.emit('rejected', delivery, reason);
+      return;
+    }
+    try {
+      await this.#options.onMessage(body, delivery);
+    } catch (error) {
+      this.emit('error', toError(error), delivery);
+    }
+  }
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new KqError(String(error));
+}

@@ -1,0 +1,150 @@
+/**
+ * Every error kq raises on purpose is a `KqError`. Messages say what happened *and* what to do about it.
+ *
+ * `recoverable` marks errors that a retry may cure (a dropped connection, a broker restart):
+ * `Connection.ensure()` retries those and lets everything else through at once.
+ */
+export class KqError extends Error {
+  /** True when retrying the operation (after reconnecting) may succeed. */
+  readonly recoverable: boolean = false;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The content type is not in the consumer's accept list; the body was not decoded. */
+export class ContentDisallowed extends KqError {
+  constructor(
+    readonly contentType: string,
+    readonly accept: readonly string[],
+  ) {
+    super(
+      `Refusing to decode content of type ${JSON.stringify(contentType)}: it is not in the accept list ` +
+        `[${accept.join(', ')}]. Add it to \`accept\` if this content is trusted.`,
+    );
+  }
+}
+
+/** The body could not be decoded with the serializer its content type names. */
+export class DecodeError extends KqError {}
+
+/** A value could not be serialized (a cycle, a BigInt for JSON, an unknown serializer...). */
+export class EncodeError extends KqError {}
+
+/** No serializer or compression method is registered under that name or content type. */
+export class SerializerNotRegistered extends KqError {}
+
+/** An optional dependency (msgpack, a transport package) is needed but not installed. */
+export class OptionalDependencyMissing extends KqError {
+  constructor(
+    readonly packageName: string,
+    purpose: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${purpose} needs the package ${packageName}, which is not installed. Run: pnpm add ${packageName}`, options);
+  }
+}
+
+/** A delivery was acked, rejected or requeued twice, or settled after being consumed with noAck. */
+export class MessageStateError extends KqError {}
+
+/**
+ * The transport no longer recognises this delivery as held by us: its lease ran out and it was restored to the
+ * queue, so another consumer may already own it. The settle is refused rather than silently applied (fencing).
+ */
+export class StaleDeliveryError extends KqError {}
+
+/** An exchange that was never declared was named in a publish or bind. */
+export class ExchangeNotFound extends KqError {
+  constructor(readonly exchange: string) {
+    super(
+      `Exchange ${JSON.stringify(exchange)} has not been declared. Declare it first ` +
+        `(channel.declareExchange(new Exchange(${JSON.stringify(exchange)}, { type: 'direct' }))) or publish to the default exchange ''.`,
+    );
+  }
+}
+
+/** A queue that does not exist was named where one must exist (passive declare, get, consume). */
+export class QueueNotFound extends KqError {
+  constructor(readonly queue: string) {
+    super(`Queue ${JSON.stringify(queue)} does not exist. Declare it first with channel.declareQueue(new Queue(...)).`);
+  }
+}
+
+/** An entity was re-declared with different flags or arguments than it already has. */
+export class PreconditionFailed extends KqError {}
+
+/** A message published with `mandatory: true` matched no queue. */
+export class UnroutableError extends KqError {
+  constructor(
+    readonly exchange: string,
+    readonly routingKey: string,
+  ) {
+    super(
+      `No queue is bound to exchange ${JSON.stringify(exchange)} with a key matching ${JSON.stringify(routingKey)}; ` +
+        `the message was not delivered. Declare and bind a queue before publishing.`,
+    );
+  }
+}
+
+/** The broker refused a published message (publisher-confirm nack, or a rejecting queue overflow policy). */
+export class PublishRejected extends KqError {}
+
+/** The transport does not support a requested feature; the message names the capability. */
+export class UnsupportedFeature extends KqError {}
+
+/** Operation on a channel (or consumer) that has been closed. */
+export class ChannelClosed extends KqError {
+  override readonly recoverable = true;
+}
+
+/** The connection to the broker failed or was lost. Retrying after a reconnect may succeed. */
+export class ConnectionLost extends KqError {
+  override readonly recoverable = true;
+}
+
+/** An operation did not complete in the time allowed. */
+export class OperationTimeout extends KqError {}
+
+/** No transport is registered for the URL's scheme. */
+export class UnknownTransport extends KqError {
+  constructor(readonly scheme: string, known: readonly string[]) {
+    super(
+      `No transport is registered for ${JSON.stringify(scheme + '://')}. Known schemes: ${known.join(', ')}. ` +
+        `A custom transport is added with registerTransport().`,
+    );
+  }
+}
+
+/** The URL's transport lives in a package that is not installed. */
+export class TransportNotInstalled extends OptionalDependencyMissing {
+  constructor(
+    readonly scheme: string,
+    packageName: string,
+    options?: { cause?: unknown },
+  ) {
+    super(packageName, `The ${scheme}:// transport`, options);
+  }
+}
+
+/** True for errors that `Connection.ensure()` should retry. */
+export function isRecoverable(error: unknown): boolean {
+  if (error instanceof KqError) return error.recoverable;
+  if (typeof error !== 'object' || error === null) return false;
+  // Socket-level failures from the drivers (ioredis, amqplib) that never became a KqError.
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && RECOVERABLE_SOCKET_CODES.has(code);
+}
+
+const RECOVERABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTCONN',
+]);

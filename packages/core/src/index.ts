@@ -1,0 +1,96 @@
+// @kq/core — the transport abstraction kq is built on (a port of Kombu).
+
+export * from './errors';
+export { TypedEmitter, type EventMap } from './typed-emitter';
+
+export {
+  BaseDelivery,
+  type DecodeOptions,
+  type Delivery,
+  type DeliveryInfo,
+  type DeliveryInit,
+  type DeliveryMode,
+  type DeliveryState,
+  type Headers,
+  type MessageProperties,
+  type OutgoingMessage,
+} from './message';
+export { Exchange, type ExchangeOptions, type ExchangeType } from './exchange';
+export { Queue, type QueueOptions, type QueueType } from './queue';
+export { Binding } from './binding';
+export { routeMessage, topicMatches, headersMatch, kombuTopicPattern, type BindingRecord } from './routing';
+
+export type {
+  Channel,
+  ChannelEvents,
+  ConsumeOptions,
+  ConsumerHandle,
+  FanoutDelivery,
+  GetOptions,
+  PriorityOrder,
+  PublishOptions,
+  QueueStats,
+  Transport,
+  TransportCapabilities,
+  TransportDescription,
+  TransportEvents,
+} from './transport';
+
+export { VirtualTransport, type VirtualTransportOptions } from './virtual/virtual-transport';
+export { VirtualChannel } from './virtual/virtual-channel';
+export type {
+  Claim,
+  ClaimOptions,
+  FanoutBus,
+  RestoreOptions,
+  StoredMessage,
+  VirtualStore,
+  VirtualStoreFeatures,
+} from './virtual/virtual-store';
+export { DEFAULT_PRIORITY_STEPS, VIRTUAL_MAX_PRIORITY, priorityStep } from './virtual/priority-steps';
+
+export { MemoryTransport, type MemoryTransportOptions } from './memory/memory-transport';
+export { MemoryBroker } from './memory/memory-broker';
+export { MemoryStore } from './memory/memory-store';
+
+export {
+  createTransport,
+  registerTransport,
+  knownSchemes,
+  type TransportFactory,
+  type TransportModule,
+  type TransportOptions,
+} from './transport-registry';
+export { Connection, declareEntity, type ConnectionOptions, type Entity } from './connection';
+export { DEFAULT_RETRY_POLICY, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
+export { Producer, type ProducerOptions, type PublishParams } from './producer';
+export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer';
+
+export * from './serialization/index';
+export { LamportClock, compareTimetuples, type TimeTuple } from './lamport-clock';
+export { RoundRobinCycle } from './round-robin-cycle';
+export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
+
+export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
+export { comparePythonStrings } from './python-string-order';
+export { Mailbox, type BroadcastOptions, type MailboxOptions, type MailboxReply, type MailboxRequest } from './mailbox/mailbox';
+export { MailboxNode, NO_REPLY, type MailboxHandler, type MailboxNodeEvents, type MailboxRequestContext } from './mailbox/mailbox-node';
+export { matchNode, globToRegExp, type NodeMatcher } from './mailbox/node-matcher';
+
+export {
+  EXCEPTION_STATES,
+  READY_STATES,
+  isExceptionInfo,
+  isReadyState,
+  type ExceptionInfo,
+  type ResultMeta,
+  type TaskState,
+} from './results/result-meta';
+export type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './results/result-backend';
+export { MemoryResultBackend } from './results/memory-result-backend';
+export {
+  createResultBackend,
+  registerResultBackend,
+  type ResultBackendFactory,
+  type ResultBackendOptions,
+} from './results/result-backend-registry';

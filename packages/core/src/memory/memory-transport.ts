@@ -1,0 +1,34 @@
+import type { TransportDescription } from '../transport';
+import { VirtualTransport, type VirtualTransportOptions } from '../virtual/virtual-transport';
+import { MemoryBroker } from './memory-broker';
+import { MemoryStore } from './memory-store';
+
+export interface MemoryTransportOptions extends VirtualTransportOptions {
+  /** Which in-process broker to use (a name or an instance). Transports naming the same broker share queues. */
+  broker?: string | MemoryBroker;
+}
+
+/**
+ * The embedded transport (`memory://`): a broker inside this process. No server, no persistence — for tests,
+ * demos and single-process apps. `memory://name` selects a separate broker.
+ */
+export class MemoryTransport extends VirtualTransport {
+  readonly name = 'memory';
+  readonly broker: MemoryBroker;
+
+  constructor(options: MemoryTransportOptions = {}) {
+    const broker = options.broker instanceof MemoryBroker ? options.broker : MemoryBroker.named(options.broker);
+    super(new MemoryStore(broker), options);
+    this.broker = broker;
+  }
+
+  /** `memory://` or `memory://<broker name>`. */
+  static fromUrl(url: string, options: MemoryTransportOptions = {}): MemoryTransport {
+    const name = new URL(url).hostname || 'default';
+    return new MemoryTransport({ ...options, broker: options.broker ?? name });
+  }
+
+  describe(): TransportDescription {
+    return { transport: 'memory', hostname: this.broker.name, port: null, virtualHost: null, userid: null, ssl: false };
+  }
+}

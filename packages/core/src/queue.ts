@@ -1,0 +1,112 @@
+import { Binding } from './binding';
+import { type Exchange, stableJson } from './exchange';
+
+export type QueueType = 'classic' | 'quorum';
+
+export interface QueueOptions {
+  /** Binds the queue to this exchange with `routingKey` (Kombu's `Queue(name, exchange, routing_key)`). */
+  exchange?: Exchange | string;
+  /** Routing key of the `exchange` binding. Default `''`, as in Kombu. */
+  routingKey?: string;
+  /** Further bindings, declared with the queue. */
+  bindings?: readonly Binding[];
+  /** Survives a broker restart. Default true. */
+  durable?: boolean;
+  /** Only this connection may use it; deleted when it closes. Default false. */
+  exclusive?: boolean;
+  /** Deleted when its last consumer is cancelled. Default false. */
+  autoDelete?: boolean;
+  /** Enables priorities 0..maxPriority (AMQP `x-max-priority`). */
+  maxPriority?: number;
+  /** Messages older than this many milliseconds are expired (dead-lettered if configured). `x-message-ttl`. */
+  messageTtl?: number;
+  /** The queue is deleted after this many milliseconds unused. `x-expires`. */
+  expires?: number;
+  /** Rejected and expired messages are republished to this exchange. `x-dead-letter-exchange`. */
+  deadLetterExchange?: string;
+  /** Routing key for dead-lettered messages (default: the original). `x-dead-letter-routing-key`. */
+  deadLetterRoutingKey?: string;
+  /** `x-max-length`. */
+  maxLength?: number;
+  /** `x-max-length-bytes`. */
+  maxLengthBytes?: number;
+  /** `x-queue-type` (RabbitMQ). Quorum queues are durable, replicated, and count redeliveries. */
+  queueType?: QueueType;
+  /** Extra broker-specific queue arguments, merged over the ones derived above. */
+  arguments?: Record<string, unknown>;
+}
+
+/** A named queue with the options it is declared with and the bindings declared along with it. */
+export class Queue {
+  readonly name: string;
+  readonly bindings: readonly Binding[];
+  readonly durable: boolean;
+  readonly exclusive: boolean;
+  readonly autoDelete: boolean;
+  readonly maxPriority: number | undefined;
+  readonly messageTtl: number | undefined;
+  readonly expires: number | undefined;
+  readonly deadLetterExchange: string | undefined;
+  readonly deadLetterRoutingKey: string | undefined;
+  readonly maxLength: number | undefined;
+  readonly maxLengthBytes: number | undefined;
+  readonly queueType: QueueType | undefined;
+  readonly extraArguments: Readonly<Record<string, unknown>>;
+
+  constructor(name: string, options: QueueOptions = {}) {
+    this.name = name;
+    const bindings: Binding[] = [];
+    if (options.exchange !== undefined) bindings.push(new Binding(options.exchange, options.routingKey ?? ''));
+    bindings.push(...(options.bindings ?? []));
+    this.bindings = bindings;
+    this.durable = options.durable ?? true;
+    this.exclusive = options.exclusive ?? false;
+    this.autoDelete = options.autoDelete ?? false;
+    this.maxPriority = options.maxPriority;
+    this.messageTtl = options.messageTtl;
+    this.expires = options.expires;
+    this.deadLetterExchange = options.deadLetterExchange;
+    this.deadLetterRoutingKey = options.deadLetterRoutingKey;
+    this.maxLength = options.maxLength;
+    this.maxLengthBytes = options.maxLengthBytes;
+    this.queueType = options.queueType;
+    this.extraArguments = { ...(options.arguments ?? {}) };
+  }
+
+  /** The first binding's exchange, as Kombu's `queue.exchange`. */
+  get exchange(): Exchange | undefined {
+    return this.bindings[0]?.exchange;
+  }
+
+  get routingKey(): string | undefined {
+    return this.bindings[0]?.routingKey;
+  }
+
+  /** The AMQP queue arguments (`x-*`) these options stand for; integers as RabbitMQ wants them. */
+  toArguments(): Record<string, unknown> {
+    const args: Record<string, unknown> = {};
+    const set = (key: string, value: number | string | undefined): void => {
+      if (value !== undefined) args[key] = typeof value === 'number' ? Math.trunc(value) : value;
+    };
+    set('x-max-priority', this.maxPriority);
+    set('x-message-ttl', this.messageTtl);
+    set('x-expires', this.expires);
+    set('x-dead-letter-exchange', this.deadLetterExchange);
+    set('x-dead-letter-routing-key', this.deadLetterRoutingKey);
+    set('x-max-length', this.maxLength);
+    set('x-max-length-bytes', this.maxLengthBytes);
+    set('x-queue-type', this.queueType);
+    return { ...args, ...this.extraArguments };
+  }
+
+  /** True when `other` would be accepted as a re-declaration of this queue (same flags and arguments). */
+  sameDeclaration(other: Queue): boolean {
+    return (
+      this.name === other.name &&
+      this.durable === other.durable &&
+      this.exclusive === other.exclusive &&
+      this.autoDelete === other.autoDelete &&
+      stableJson(this.toArguments()) === stableJson(other.toArguments())
+    );
+  }
+}

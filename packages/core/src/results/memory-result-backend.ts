@@ -1,0 +1,105 @@
+import { OperationTimeout } from '../errors';
+import type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './result-backend';
+import { isReadyState, type ResultMeta } from './result-meta';
+
+interface Entry {
+  meta: ResultMeta;
+  expiresAt: number;
+}
+
+const stores = new Map<string, Map<string, Entry>>();
+
+/** Results kept in this process (`memory://`), shared by backends with the same name; waiters are pushed. */
+export class MemoryResultBackend implements ResultBackend {
+  readonly name = 'memory';
+  readonly pushes = true;
+  readonly #entries: Map<string, Entry>;
+  readonly #waiters = new Map<string, Set<(meta: ResultMeta) => void>>();
+  static readonly #backends = new Map<string, Set<MemoryResultBackend>>();
+  readonly #store: string;
+
+  constructor(store = 'default') {
+    this.#store = store;
+    let entries = stores.get(store);
+    if (!entries) {
+      entries = new Map();
+      stores.set(store, entries);
+    }
+    this.#entries = entries;
+    const peers = MemoryResultBackend.#backends.get(store) ?? new Set();
+    peers.add(this);
+    MemoryResultBackend.#backends.set(store, peers);
+  }
+
+  static fromUrl(url: string): MemoryResultBackend {
+    return new MemoryResultBackend(new URL(url).hostname || 'default');
+  }
+
+  async store(meta: ResultMeta, options: StoreResultOptions = {}): Promise<void> {
+    const current = this.#live(meta.task_id);
+    if (current?.status === 'SUCCESS' && meta.status !== 'SUCCESS') return;
+    const expiresMs = options.expiresMs ?? 86_400_000;
+    this.#entries.set(meta.task_id, { meta, expiresAt: expiresMs > 0 ? Date.now() + expiresMs : Infinity });
+    if (isReadyState(meta.status)) {
+      for (const backend of MemoryResultBackend.#backends.get(this.#store) ?? []) backend.#notify(meta);
+    }
+  }
+
+  async get(taskId: string): Promise<ResultMeta | null> {
+    return this.#live(taskId) ?? null;
+  }
+
+  waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
+    const current = this.#live(taskId);
+    if (current && isReadyState(current.status)) return Promise.resolve(current);
+    return new Promise((resolve, reject) => {
+      const waiters = this.#waiters.get(taskId) ?? new Set();
+      this.#waiters.set(taskId, waiters);
+      let timer: NodeJS.Timeout | undefined;
+      const done = (meta: ResultMeta): void => {
+        cleanup();
+        resolve(meta);
+      };
+      const onAbort = (): void => {
+        cleanup();
+        reject(new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`));
+      };
+      const cleanup = (): void => {
+        waiters.delete(done);
+        if (waiters.size === 0) this.#waiters.delete(taskId);
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+      };
+      waiters.add(done);
+      if (options.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          cleanup();
+          reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`));
+        }, options.timeoutMs);
+      }
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async forget(taskId: string): Promise<void> {
+    this.#entries.delete(taskId);
+  }
+
+  async close(): Promise<void> {
+    MemoryResultBackend.#backends.get(this.#store)?.delete(this);
+  }
+
+  #live(taskId: string): ResultMeta | undefined {
+    const entry = this.#entries.get(taskId);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= Date.now()) {
+      this.#entries.delete(taskId);
+      return undefined;
+    }
+    return entry.meta;
+  }
+
+  #notify(meta: ResultMeta): void {
+    for (const waiter of [...(this.#waiters.get(meta.task_id) ?? [])]) waiter(meta);
+  }
+}

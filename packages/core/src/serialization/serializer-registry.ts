@@ -1,0 +1,168 @@
+import { ContentDisallowed, EncodeError, KqError, DecodeError, SerializerNotRegistered } from '../errors';
+import type { Codec } from './codec';
+import { compress, decompress } from './compression';
+import { jsonCodec } from './json-codec';
+import { loadMsgpackCodec } from './msgpack-codec';
+import { rawCodec } from './raw-codec';
+
+/** An encoded message body and the properties that describe it. */
+export interface EncodedBody {
+  body: Buffer;
+  contentType: string;
+  contentEncoding: string;
+  /** The `compression` header value, when the body was compressed. */
+  compression?: string;
+}
+
+/** What {@link SerializerRegistry.decode} needs from a received message. */
+export interface EncodedMessage {
+  body: Buffer;
+  /** Missing or empty means raw data (`application/data`), as in kombu. */
+  contentType?: string;
+  contentEncoding?: string;
+  compression?: string;
+}
+
+export interface DecodeOptions {
+  /**
+   * Content types that may be decoded, as serializer names (`json`) or content types (`application/json`). Anything
+   * else is refused with `ContentDisallowed` before the body is decompressed or parsed. Absent = accept everything.
+   */
+  accept?: readonly string[];
+}
+
+/** Serializer names kombu knows, so accept lists written for Python resolve even when kq has no such codec loaded. */
+const KOMBU_CONTENT_TYPES: ReadonlyMap<string, string> = new Map([
+  ['json', 'application/json'],
+  ['msgpack', 'application/x-msgpack'],
+  ['pickle', 'application/x-python-serialize'],
+  ['yaml', 'application/x-yaml'],
+  ['raw', 'application/data'],
+]);
+
+const RAW_CONTENT_TYPE = 'application/data';
+
+/** Serializers by name and content type, like kombu's `kombu.serialization.registry`. */
+export class SerializerRegistry {
+  readonly #byName = new Map<string, Codec>();
+  readonly #byContentType = new Map<string, Codec>();
+
+  /** Registers (or replaces) a codec under its name, its content type and `aliases`. */
+  register(codec: Codec, aliases: readonly string[] = []): void {
+    this.#byName.set(codec.name, codec);
+    for (const alias of aliases) this.#byName.set(alias, codec);
+    this.#byContentType.set(codec.contentType, codec);
+  }
+
+  has(nameOrContentType: string): boolean {
+    return this.#find(nameOrContentType) !== undefined;
+  }
+
+  /** The codec registered under a name or content type; throws `SerializerNotRegistered` otherwise. */
+  codec(nameOrContentType: string): Codec {
+    const codec = this.#find(nameOrContentType);
+    if (codec === undefined) throw this.#notRegistered(nameOrContentType);
+    return codec;
+  }
+
+  /** Serializes `value` (default serializer `json`), then compresses it if `options.compression` names a method. */
+  encode(value: unknown, serializer = 'json', options: { compression?: string } = {}): EncodedBody {
+    const codec = this.codec(serializer);
+    let body: Buffer;
+    try {
+      body = codec.encode(value);
+    } catch (error) {
+      if (error instanceof KqError) throw error;
+      throw new EncodeError(`The ${codec.name} serializer failed: ${messageOf(error)}`, { cause: error });
+    }
+    const encoded: EncodedBody = { body, contentType: codec.contentType, contentEncoding: codec.contentEncoding };
+    if (options.compression) {
+      const compressed = compress(body, options.compression);
+      encoded.body = compressed.body;
+      encoded.compression = compressed.compression;
+    }
+    return encoded;
+  }
+
+  /**
+   * Decodes a received body by its content type, after checking it against `accept` and decompressing it.
+   *
+   * Like kombu: a missing content type means raw bytes (`application/data`), and an empty body is returned as it is
+   * without decoding. Unlike kombu, which always trusts `application/data` and decompresses before the accept check,
+   * the accept list is applied to raw data too and is checked first, so refused content is never inflated.
+   */
+  decode(message: EncodedMessage, options: DecodeOptions = {}): unknown {
+    const contentType = message.contentType || RAW_CONTENT_TYPE;
+    const { accept } = options;
+    if (accept !== undefined && !this.#accepts(accept, contentType)) throw new ContentDisallowed(contentType, accept);
+    const body = message.compression ? decompress(message.body, message.compression) : message.body;
+    if (body.length === 0) return body;
+    const codec = this.#byContentType.get(contentType);
+    if (codec === undefined) {
+      if (contentType === RAW_CONTENT_TYPE) return body;
+      throw this.#notRegistered(contentType);
+    }
+    try {
+      return codec.decode(body);
+    } catch (error) {
+      if (error instanceof KqError) throw error;
+      throw new DecodeError(`The ${codec.name} serializer failed to decode a ${contentType} body: ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Loads the optional `@msgpack/msgpack` package and registers the `msgpack` serializer. */
+  async enableMsgpack(): Promise<void> {
+    if (this.#byName.has('msgpack')) return;
+    this.register(await loadMsgpackCodec());
+  }
+
+  /** Throws `SerializerNotRegistered` for an accept list naming an unknown serializer (check configuration early). */
+  assertAcceptList(accept: readonly string[]): void {
+    this.#accepts(accept, '');
+  }
+
+  #find(nameOrContentType: string): Codec | undefined {
+    return this.#byName.get(nameOrContentType) ?? this.#byContentType.get(nameOrContentType);
+  }
+
+  /** Accept entries are names or content types (anything with a `/`), as in kombu's `prepare_accept_content`. */
+  #accepts(accept: readonly string[], contentType: string): boolean {
+    let accepted = false;
+    // Every entry is resolved (no early return) so a misspelt name fails on every message, not only some.
+    for (const entry of accept) {
+      const resolved = entry.includes('/')
+        ? entry
+        : (this.#byName.get(entry)?.contentType ?? KOMBU_CONTENT_TYPES.get(entry));
+      if (resolved === undefined) {
+        throw new SerializerNotRegistered(
+          `Unknown serializer name ${JSON.stringify(entry)} in the accept list. Use a registered name ` +
+            `(${[...this.#byName.keys()].join(', ')}) or a content type such as "application/json".`,
+        );
+      }
+      if (resolved === contentType) accepted = true;
+    }
+    return accepted;
+  }
+
+  #notRegistered(nameOrContentType: string): SerializerNotRegistered {
+    const hint =
+      nameOrContentType === 'msgpack' || nameOrContentType === 'application/x-msgpack'
+        ? ' Call `await registry.enableMsgpack()` first (it needs the @msgpack/msgpack package).'
+        : '';
+    return new SerializerNotRegistered(
+      `No serializer is registered for ${JSON.stringify(nameOrContentType)}. Registered: ` +
+        `${[...this.#byName.keys()].join(', ')}.${hint}`,
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The shared registry with `json` and `raw` registered; `msgpack` is added by `defaultSerializers.enableMsgpack()`. */
+export const defaultSerializers: SerializerRegistry = new SerializerRegistry();
+defaultSerializers.register(jsonCodec);
+defaultSerializers.register(rawCodec);

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { ChannelClosed } from '../errors';
+import { RoundRobinCycle } from '../round-robin-cycle';
+import type { ConsumeOptions, ConsumerHandle } from '../transport';
+import type { Claim, StoredMessage } from './virtual-store';
+import type { VirtualChannel } from './virtual-channel';
+
+/**
+ * One consumer of a `VirtualChannel`: a loop that claims from its queues while it has prefetch room, serving the
+ * queues fairly by rotating the last-served one to the back (Kombu's `round_robin_cycle`), and a subscription to
+ * the fanout bus for queues bound to live fanout exchanges (Kombu reads those over PUB/SUB, not from lists).
+ */
+export class VirtualConsumer implements ConsumerHandle {
+  readonly tag: string;
+  readonly queues: readonly string[];
+  readonly #channel: VirtualChannel;
+  readonly #options: ConsumeOptions;
+  readonly #cycle: RoundRobinCycle<string>;
+  readonly #abort = new AbortController();
+  readonly #unsubscribe: Array<() => Promise<void>> = [];
+  #prefetch: number;
+  #inflight = 0;
+  #cancelled = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(channel: VirtualChannel, options: ConsumeOptions) {
+    this.#channel = channel;
+    this.#options = options;
+    this.tag = options.consumerTag ?? `kq-${randomUUID()}`;
+    this.queues = [...options.queues];
+    this.#prefetch = Math.max(0, Math.trunc(options.prefetch ?? 0));
+    this.#cycle = new RoundRobinCycle(this.queues.filter((queue) => !channel.transport.isLiveFanoutQueue(queue)));
+  }
+
+  get prefetch(): number {
+    return this.#prefetch;
+  }
+
+  get cancelled(): boolean {
+    return this.#cancelled;
+  }
+
+  get noAck(): boolean {
+    return this.#options.noAck ?? false;
+  }
+
+  async start(): Promise<void> {
+    for (const queue of this.queues) {
+      for (const binding of this.#channel.transport.liveFanoutBindings(queue)) {
+        const unsubscribe = await this.#channel.subscribeFanout(binding.exchange, binding.routingKey, (message) =>
+          this.#deliverLive(queue, message),
+        );
+        this.#unsubscribe.push(unsubscribe);
+      }
+    }
+    if (this.#cycle.size > 0) this.#loop = this.#run();
+  }
+
+  async setPrefetch(count: number): Promise<void> {
+    this.#prefetch = Math.max(0, Math.trunc(count));
+    this.#signal();
+  }
+
+  async cancel(): Promise<void> {
+    if (this.#cancelled) return;
+    this.#cancelled = true;
+    this.#abort.abort();
+    this.#signal();
+    await Promise.all(this.#unsubscribe.splice(0).map((unsubscribe) => unsubscribe().catch(() => undefined)));
+    await this.#loop;
+    this.#channel.forgetConsumer(this);
+  }
+
+  /** Called by the channel when one of our deliveries is settled: room for one more. */
+  settled(): void {
+    this.#inflight = Math.max(0, this.#inflight - 1);
+    this.#signal();
+  }
+
+  #signal(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  #room(): number {
+    const batch = this.#channel.transport.batchSize;
+    if (this.noAck || this.#prefetch === 0) return batch;
+    return Math.min(batch, this.#prefetch - this.#inflight);
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    while (!this.#cancelled) {
+      const room = this.#room();
+      if (room <= 0) {
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        continue;
+      }
+      let claims: Claim[];
+      try {
+        claims = await this.#channel.claimFor(this.#cycle.items, {
+          max: room,
+          blockMs: this.#channel.transport.pollIntervalMs,
+          signal: this.#abort.signal,
+          noAck: this.noAck,
+        });
+        failures = 0;
+      } catch (error) {
+        if (this.#cancelled) break;
+        if (error instanceof ChannelClosed) break;
+        this.#channel.reportError(error);
+        // Back off so a broken store does not spin the CPU, but keep consuming: the store may recover.
+        failures++;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** failures, 2000)));
+        continue;
+      }
+      if (this.#cancelled) {
+        // Lost the race with cancel(): these were never handed out, so put them straight back.
+        await this.#channel.returnUndelivered(claims);
+        break;
+      }
+      for (const claim of claims) {
+        this.#cycle.rotate(claim.queue);
+        if (!this.noAck) this.#inflight++;
+        this.#channel.deliver(this, claim, this.#options.onMessage);
+      }
+      // Yield to the event loop between batches so handlers and timers run under a flood of messages.
+      if (claims.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  #deliverLive(queue: string, message: StoredMessage): void {
+    if (this.#cancelled) return;
+    this.#channel.deliverLive(this, queue, message, this.#options.onMessage);
+  }
+}

@@ -1,0 +1,107 @@
+import type { Redis } from 'ioredis';
+import type { KeyLayout } from './key-layout';
+import { PROMOTE_DELAYED, PUSH_DELAYED } from './lua-scripts';
+
+/** Due messages moved per script call. */
+const PROMOTE_BATCH = 500;
+/**
+ * Longest the timer sleeps without looking. Nudges arrive over PUB/SUB, which loses messages while a connection is
+ * down; this bounds how late a message can be when that happens. It is not a consumption poll (BRPOP is).
+ */
+const MAX_SLEEP_MS = 30_000;
+
+export interface DelayedPromoterOptions {
+  commands: Redis;
+  subscriber: Redis;
+  layout: KeyLayout;
+  onError: (error: unknown) => void;
+}
+
+/**
+ * Delayed delivery held by Redis, not by a process: `push` adds the envelope to a sorted set scored by its due time
+ * (server clock); the promoter of any kq process moves due messages to their queue lists atomically (Lua), with a
+ * timer armed at the next due time. A publisher that adds a message due before everything else PUBLISHes a nudge
+ * so every promoter re-arms its timer at once.
+ */
+export class DelayedPromoter {
+  readonly #options: DelayedPromoterOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = true;
+  promoted = 0;
+
+  constructor(options: DelayedPromoterOptions) {
+    this.#options = options;
+  }
+
+  /** Holds `envelope` for `list` (an unprefixed list key) until `delayMs` from now. */
+  static async push(commands: Redis, layout: KeyLayout, list: string, envelope: string, delayMs: number): Promise<void> {
+    const member = `${Buffer.byteLength(list, 'utf8')}:${list}${envelope}`;
+    await PUSH_DELAYED.run(commands, [layout.key('delayed')], [Math.max(0, Math.ceil(delayMs)), member, layout.key('delayedNudge')]);
+  }
+
+  async start(): Promise<void> {
+    this.#stopped = false;
+    const { subscriber, layout } = this.#options;
+    const nudge = layout.key('delayedNudge');
+    subscriber.on('message', (channel: string) => {
+      if (channel === nudge) this.wake();
+    });
+    // After a reconnect the nudges sent meanwhile are gone: look again.
+    subscriber.on('ready', () => this.wake());
+    await subscriber.subscribe(nudge);
+    this.wake();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Promote what is due now and re-arm the timer. */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#promote()
+      .catch((error: unknown) => {
+        this.#options.onError(error);
+        this.#arm(1000);
+      })
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.wake();
+        }
+      });
+  }
+
+  async #promote(): Promise<void> {
+    const { commands, layout } = this.#options;
+    for (;;) {
+      const [moved, wait] = (await PROMOTE_DELAYED.run(commands, [layout.key('delayed')], [layout.prefix, PROMOTE_BATCH])) as [
+        number,
+        number,
+      ];
+      this.promoted += moved;
+      if (moved >= PROMOTE_BATCH) continue;
+      this.#arm(wait < 0 ? MAX_SLEEP_MS : Math.min(wait, MAX_SLEEP_MS));
+      return;
+    }
+  }
+
+  #arm(delayMs: number): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.wake();
+    }, delayMs);
+    this.#timer.unref();
+  }
+}

@@ -1,0 +1,35 @@
+// @kq/redis — Kombu-compatible Redis transport on ioredis, with leases, fencing and delayed delivery.
+import type { TransportOptions } from '@kq/core';
+import { normaliseOptions } from './redis-options';
+import { RedisTransport } from './redis-transport';
+
+export { RedisTransport } from './redis-transport';
+export { RedisResultBackend, createResultBackend, type RedisResultBackendOptions } from './redis-result-backend';
+export type { RedisTransportOptions, RedisTransportLogger } from './redis-options';
+export { RedisStore, type RedisClaim, type RedisStoreStats } from './redis-store';
+export { RedisFanoutBus } from './redis-fanout-bus';
+export { KeyLayout, KOMBU_SEP, DEFAULT_KEY_NAMES, type KeyNames, type ListKey, type BindingMember } from './key-layout';
+export { encodeEnvelope, decodeEnvelope, markRedelivered, envelopePriority, MalformedEnvelope } from './envelope';
+export { InferredExchange } from './inferred-exchange';
+export { parseBrokerUrl, type RedisEndpoint } from './broker-url';
+export { quarantineRecord, type QuarantineEntry } from './quarantine';
+export { pyJson, pyString } from './python-json';
+export {
+  RedisBeatLease,
+  createBeatLease,
+  type RedisBeatLeaseOptions,
+  type RedisBeatLeadership,
+  type RedisBeatLeaseListener,
+  type RedisTickCommit,
+  type RedisTickPublication,
+  type RedisCommitOutcome,
+} from './beat-lease';
+export { RedisCycleRegister, createCycleRegister, type RedisCycleMarker, type RedisCycleBegin, type RedisCycleAdvance } from './cycle-register';
+
+/**
+ * The factory core's transport registry calls for `redis://`, `rediss://` and `sentinel://` URLs. Options are
+ * `RedisTransportOptions`; Kombu's snake_case transport option names are accepted too.
+ */
+export function createTransport(url: string, options: TransportOptions = {}): RedisTransport {
+  return new RedisTransport(url, normaliseOptions(options));
+}

@@ -1,0 +1,530 @@
+import { LuaScript } from './lua-script';
+
+/*
+ * Every multi-key state change of the transport is one of these scripts, so it is atomic on the server and costs one
+ * round trip. Conventions shared by all of them:
+ *
+ * - Time is the server's (`TIME`), so processes with skewed clocks agree on leases and due times. Kombu writes
+ *   `unacked_index` scores from the client clock in seconds; kq writes server seconds with microseconds.
+ * - Claims kq holds have two kq-only records besides Kombu's `unacked`/`unacked_index`:
+ *     leases  (zset)  tag -> lease deadline (epoch ms)
+ *     holders (hash)  tag -> "<token>\n<unacked_index score when last written>\n<queue>"
+ *   The token is new for every claim (the delivery tag is not: Kombu's tag is per message and survives restores),
+ *   so a settle from an earlier claim of the same message is refused. The score snapshot detects a Python worker
+ *   that restored and re-claimed the message meanwhile (it rewrites `unacked_index` but knows nothing of holders).
+ */
+
+const PRELUDE = `
+local function now()
+  local t = redis.call('TIME')
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return ms, t[1] .. '.' .. string.format('%06d', tonumber(t[2])), tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- holder record: token, score snapshot, queue
+local function parse_holder(h)
+  if not h then return nil end
+  local a = string.find(h, '\\n', 1, true)
+  if not a then return nil end
+  local b = string.find(h, '\\n', a + 1, true)
+  if not b then return nil end
+  return string.sub(h, 1, a - 1), string.sub(h, a + 1, b - 1), string.sub(h, b + 1)
+end
+
+-- scores compared as numbers: kq writes "<s>.<us>", Redis answers ZSCORE with %.17g of the same double
+local function same_score(a, b)
+  return a and b and tonumber(a) == tonumber(b)
+end
+
+-- true when the claim (tag, token) is still ours: our holder record, and unacked/unacked_index untouched since
+local function owned(unacked, index, holders, tag, token)
+  local tok, score = parse_holder(redis.call('HGET', holders, tag))
+  if tok == nil or tok ~= token then return false end
+  if not same_score(redis.call('ZSCORE', index, tag), score) then return false end
+  return redis.call('HEXISTS', unacked, tag) == 1
+end
+
+-- ack of one claim: 1 when it was ours and is now forgotten, 0 when stale (and our own void records dropped)
+local function ack_one(unacked, index, leases, holders, tag, token)
+  local tok, score = parse_holder(redis.call('HGET', holders, tag))
+  if tok == nil or tok ~= token then return 0 end
+  redis.call('HDEL', holders, tag)
+  redis.call('ZREM', leases, tag)
+  if not same_score(redis.call('ZSCORE', index, tag), score) then return 0 end
+  redis.call('ZREM', index, tag)
+  return redis.call('HDEL', unacked, tag)
+end
+
+local function forget(unacked, index, leases, holders, tag)
+  redis.call('HDEL', unacked, tag)
+  redis.call('ZREM', index, tag)
+  redis.call('ZREM', leases, tag)
+  redis.call('HDEL', holders, tag)
+end
+
+-- Replies remembered under a request id, so a script ioredis re-sends after a reconnect (its first run's reply was
+-- lost with the connection) answers what the first run did instead of reporting its own effects as stale.
+local function replayed(key)
+  local prior = redis.call('GET', key)
+  if prior then return cjson.decode(prior) end
+  return nil
+end
+
+local function remember(key, value)
+  redis.call('SET', key, cjson.encode(value), 'PX', 120000)
+  return value
+end
+
+local ESC = { ['"'] = '\\\\"', ['\\\\'] = '\\\\\\\\', ['\\b'] = '\\\\b', ['\\f'] = '\\\\f', ['\\n'] = '\\\\n', ['\\r'] = '\\\\r', ['\\t'] = '\\\\t' }
+-- a JSON string as Python writes it (ASCII escapes; UTF-8 bytes are left as they are)
+local function pystr(s)
+  return '"' .. (string.gsub(s, '[%c"\\\\]', function(c) return ESC[c] or string.format('\\\\u%04x', string.byte(c)) end)) .. '"'
+end
+`;
+
+/**
+ * Takes up to `max` messages: priority steps first, then queues in the given order, rotating a served queue to the
+ * back; records each in Kombu's `unacked`/`unacked_index` and in kq's lease records, in the same atomic step (Kombu
+ * pops with BRPOP and records in a second round trip, losing the message if it dies in between).
+ * An envelope that is not a JSON object with `properties.delivery_tag` is moved to the quarantine list.
+ *
+ * Acks that were waiting to be sent ride along and are applied first (one script call instead of two).
+ *
+ * KEYS: unacked, unacked_index, leases, holders, quarantine, request key (for the acks' replies)
+ * ARGV: prefix, sep, max, noAck(0|1), tokenBase, leaseMs, nSteps, steps..., nQueues, queues...,
+ *       nPre(0|1), [preQueue, preStep, preRaw]  (a message BRPOP already popped, recorded first),
+ *       nAcks, (tag, token)...
+ * Returns: { {queue, step, raw, token, tag, ...}, {queue, reason, ...}, {ack result (1|0), ...} }
+ */
+export const CLAIM = new LuaScript(
+  'claim',
+  PRELUDE +
+    `
+local unacked, index, leases, holders, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix, sep = ARGV[1], ARGV[2]
+local max = tonumber(ARGV[3])
+local noack = ARGV[4] == '1'
+local token_base, lease_ms = ARGV[5], tonumber(ARGV[6])
+local i = 7
+local steps = {}
+for s = 1, tonumber(ARGV[i]) do steps[s] = ARGV[i + s] end
+i = i + #steps + 1
+local queues = {}
+local nq = tonumber(ARGV[i])
+for q = 1, nq do queues[q] = ARGV[i + q] end
+i = i + nq + 1
+local npre = tonumber(ARGV[i])
+local a = i + 1 + 3 * npre
+local nacks = tonumber(ARGV[a])
+local acked = {}
+if nacks > 0 then
+  acked = replayed(KEYS[6])
+  if not acked then
+    acked = {}
+    for k = 1, nacks do
+      acked[k] = ack_one(unacked, index, leases, holders, ARGV[a + 2 * k - 1], ARGV[a + 2 * k])
+    end
+    remember(KEYS[6], acked)
+  end
+end
+
+local now_ms, now_sec = now()
+local claims, bad = {}, {}
+local taken, seq = 0, 0
+
+local function key_for(q, step)
+  if tonumber(step) == 0 then return prefix .. q end
+  return prefix .. q .. sep .. step
+end
+
+local function reject(q, key, reason, raw)
+  redis.call('LPUSH', quarantine, cjson.encode({ queue = q, key = key, reason = reason, at = now_ms, raw = raw }))
+  bad[#bad + 1] = q
+  bad[#bad + 1] = reason
+end
+
+-- The fields the unacked record needs, without decoding the whole envelope when it is written the way Kombu (and kq)
+-- write it: properties last, delivery_tag its last key, delivery_info {"exchange", "routing_key"} in it. A quote can
+-- only appear unescaped where JSON has structure, so these patterns cannot match inside a string value.
+local function fields_fast(raw)
+  local tail = string.sub(raw, -2048)
+  -- the tag is near the very end: find it with a plain search, then match anchored (an unanchored pattern would be
+  -- tried at every position of the tail)
+  local last = #tail - 300
+  if last < 1 then last = 1 end
+  local tag_at = string.find(tail, '"delivery_tag": "', last, true)
+  if not tag_at then return nil end
+  local tag = string.match(tail, '^"delivery_tag": "([^"\\\\]*)"}}$', tag_at)
+  if not tag then return nil end
+  local at, from = nil, 1
+  while true do
+    local found = string.find(tail, '"delivery_info": {"exchange": "', from, true)
+    if not found then break end
+    at, from = found, found + 1
+  end
+  if not at then return nil end
+  local ex, rk = string.match(tail, '^"delivery_info": {"exchange": "([^"\\\\]*)", "routing_key": "([^"\\\\]*)"', at)
+  if not ex then return nil end
+  return tag, ex, rk
+end
+
+-- the same from a full decode, for envelopes written any other way; nil and a reason when it is not a message
+local function fields_decoded(raw, q)
+  local ok, env = pcall(cjson.decode, raw)
+  if not ok or type(env) ~= 'table' then return nil, 'the envelope is not a JSON object' end
+  local p = env['properties']
+  if type(p) ~= 'table' then return nil, 'the envelope has no properties object' end
+  local tag = p['delivery_tag']
+  if type(tag) ~= 'string' then return nil, 'the envelope has no properties.delivery_tag string' end
+  local ex, rk = '', q
+  local di = p['delivery_info']
+  if type(di) == 'table' then
+    if type(di['exchange']) == 'string' then ex = di['exchange'] end
+    if type(di['routing_key']) == 'string' then rk = di['routing_key'] end
+  end
+  return tag, ex, rk
+end
+
+local function take(q, step, key, raw)
+  local tag, ex, rk = fields_fast(raw)
+  if not tag then
+    tag, ex, rk = fields_decoded(raw, q)
+    if not tag then return reject(q, key, ex, raw) end
+  end
+  local token = ''
+  if not noack then
+    seq = seq + 1
+    token = token_base .. '.' .. seq
+    redis.call('ZADD', index, now_sec, tag)
+    redis.call('HSET', unacked, tag, '[' .. raw .. ', ' .. pystr(ex) .. ', ' .. pystr(rk) .. ']')
+    redis.call('ZADD', leases, now_ms + lease_ms, tag)
+    redis.call('HSET', holders, tag, token .. '\\n' .. now_sec .. '\\n' .. q)
+  end
+  claims[#claims + 1] = q
+  claims[#claims + 1] = step
+  claims[#claims + 1] = raw
+  claims[#claims + 1] = token
+  claims[#claims + 1] = tag
+  taken = taken + 1
+end
+
+local function rotate(q)
+  for qi = 1, #queues do
+    if queues[qi] == q then
+      table.remove(queues, qi)
+      queues[#queues + 1] = q
+      return
+    end
+  end
+end
+
+if npre == 1 then
+  local q, step, raw = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  take(q, step, key_for(q, step), raw)
+  rotate(q)
+end
+
+local empty = {}
+local attempts = 0
+while taken < max and attempts < max + 64 do
+  attempts = attempts + 1
+  local found = false
+  for s = 1, #steps do
+    for qi = 1, #queues do
+      local q = queues[qi]
+      local key = key_for(q, steps[s])
+      if not empty[key] then
+        local raw = redis.call('RPOP', key)
+        if raw then
+          take(q, steps[s], key, raw)
+          table.remove(queues, qi)
+          queues[#queues + 1] = q
+          found = true
+          break
+        end
+        empty[key] = true
+      end
+    end
+    if found then break end
+  end
+  if not found then break end
+end
+return { claims, bad, acked }
+`,
+);
+
+/**
+ * Acks (or rejects without requeue): forgets each claim that is still ours.
+ * KEYS: unacked, unacked_index, leases, holders, request key. ARGV: (tag, token) pairs.
+ * Returns 1 (done) or 0 (stale) per pair.
+ */
+export const ACK = new LuaScript(
+  'ack',
+  PRELUDE +
+    `
+local prior = replayed(KEYS[5])
+if prior then return prior end
+local results = {}
+for a = 1, #ARGV, 2 do
+  results[#results + 1] = ack_one(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[a], ARGV[a + 1])
+end
+return remember(KEYS[5], results)
+`,
+);
+
+/**
+ * Restore a claim that is still ours: RPUSH (head, consumed next) or LPUSH (tail), with the redelivered envelope.
+ * KEYS: unacked, unacked_index, leases, holders, target list, request key. ARGV: tag, token, 'head'|'tail', envelope.
+ * Returns 1, or 0 when stale.
+ */
+export const RESTORE = new LuaScript(
+  'restore',
+  PRELUDE +
+    `
+local prior = replayed(KEYS[6])
+if prior then return prior end
+local tag, token = ARGV[1], ARGV[2]
+if not owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then return remember(KEYS[6], 0) end
+forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tag)
+if ARGV[3] == 'head' then
+  redis.call('RPUSH', KEYS[5], ARGV[4])
+else
+  redis.call('LPUSH', KEYS[5], ARGV[4])
+end
+return remember(KEYS[6], 1)
+`,
+);
+
+/**
+ * Moves a claimed message kq could not decode to the quarantine list (forgetting the claim if it is ours).
+ * KEYS: unacked, unacked_index, leases, holders, quarantine, request key. ARGV: tag, token ('' for noAck), record.
+ */
+export const QUARANTINE = new LuaScript(
+  'quarantine',
+  PRELUDE +
+    `
+local prior = replayed(KEYS[6])
+if prior then return prior end
+local tag, token = ARGV[1], ARGV[2]
+if token ~= '' then
+  if not owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then return remember(KEYS[6], 0) end
+  forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tag)
+end
+redis.call('LPUSH', KEYS[5], ARGV[3])
+return remember(KEYS[6], 1)
+`,
+);
+
+/**
+ * Lease heartbeat: extends the lease and refreshes the `unacked_index` score (so Kombu's visibility sweep never
+ * sees a delivery kq is still working on as old) of every claim that is still ours.
+ * KEYS: unacked, unacked_index, leases, holders. ARGV: leaseMs, then (tag, token) pairs. Returns the lost tokens.
+ */
+export const RENEW = new LuaScript(
+  'renew',
+  PRELUDE +
+    `
+local lease_ms = tonumber(ARGV[1])
+local now_ms, now_sec = now()
+local lost = {}
+for a = 2, #ARGV, 2 do
+  local tag, token = ARGV[a], ARGV[a + 1]
+  if owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then
+    local _, _, queue = parse_holder(redis.call('HGET', KEYS[4], tag))
+    redis.call('ZADD', KEYS[2], 'XX', now_sec, tag)
+    redis.call('ZADD', KEYS[3], now_ms + lease_ms, tag)
+    redis.call('HSET', KEYS[4], tag, token .. '\\n' .. now_sec .. '\\n' .. queue)
+  else
+    local tok = parse_holder(redis.call('HGET', KEYS[4], tag))
+    if tok == token then
+      redis.call('HDEL', KEYS[4], tag)
+      redis.call('ZREM', KEYS[3], tag)
+    end
+    lost[#lost + 1] = token
+  end
+end
+return lost
+`,
+);
+
+/**
+ * Finds kq leases that ran out. Records that no longer describe a live claim (a Python worker restored the message
+ * after the visibility timeout) are dropped here.
+ * KEYS: unacked, unacked_index, leases, holders. ARGV: limit. Returns {tag, holder, unacked value, ...}.
+ */
+export const LEASE_SCAN = new LuaScript(
+  'lease-scan',
+  PRELUDE +
+    `
+local now_ms = now()
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {}
+for _, tag in ipairs(expired) do
+  local h = redis.call('HGET', KEYS[4], tag)
+  local tok, score = parse_holder(h)
+  local value = redis.call('HGET', KEYS[1], tag)
+  if tok == nil or not value or not same_score(redis.call('ZSCORE', KEYS[2], tag), score) then
+    redis.call('ZREM', KEYS[3], tag)
+    if h then redis.call('HDEL', KEYS[4], tag) end
+  else
+    out[#out + 1] = tag
+    out[#out + 1] = h
+    out[#out + 1] = value
+  end
+end
+return out
+`,
+);
+
+/**
+ * Restores claims whose lease ran out, each only if nothing changed since LEASE_SCAN read it (compare-and-set on
+ * the holder record, the lease still expired and `unacked_index` untouched).
+ * KEYS: unacked, unacked_index, leases, holders. ARGV: prefix, then (tag, holder, target key, envelope) groups.
+ * Returns how many were restored.
+ */
+export const LEASE_RESTORE = new LuaScript(
+  'lease-restore',
+  PRELUDE +
+    `
+local now_ms = now()
+local restored = 0
+for a = 2, #ARGV, 4 do
+  local tag, holder, target, envelope = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local _, score = parse_holder(holder)
+  local deadline = redis.call('ZSCORE', KEYS[3], tag)
+  if redis.call('HGET', KEYS[4], tag) == holder and deadline and tonumber(deadline) <= now_ms
+     and same_score(redis.call('ZSCORE', KEYS[2], tag), score) and redis.call('HEXISTS', KEYS[1], tag) == 1 then
+    forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tag)
+    redis.call('RPUSH', ARGV[1] .. target, envelope)
+    restored = restored + 1
+  end
+end
+return restored
+`,
+);
+
+/**
+ * Kombu's visibility sweep, first half: takes `unacked_mutex` (SET NX PX, as Kombu) and lists deliveries older
+ * than the visibility timeout that kq does not hold (kq-held ones follow the lease rule instead).
+ * KEYS: unacked, unacked_index, holders, unacked_mutex. ARGV: mutex token, mutex expiry ms, visibility s, limit.
+ * Returns false when the mutex is held elsewhere, else {tag, score, unacked value or false, ...}.
+ */
+export const VISIBILITY_SCAN = new LuaScript(
+  'visibility-scan',
+  PRELUDE +
+    `
+if not redis.call('SET', KEYS[4], ARGV[1], 'PX', tonumber(ARGV[2]), 'NX') then return false end
+local _, _, now_s = now()
+local ceil = now_s - tonumber(ARGV[3])
+local old = redis.call('ZREVRANGEBYSCORE', KEYS[2], string.format('%.6f', ceil), 0, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+local out = {}
+for a = 1, #old, 2 do
+  local tag = old[a]
+  if redis.call('HEXISTS', KEYS[3], tag) == 0 then
+    out[#out + 1] = tag
+    out[#out + 1] = old[a + 1]
+    out[#out + 1] = redis.call('HGET', KEYS[1], tag)
+  end
+end
+return out
+`,
+);
+
+/**
+ * Kombu's visibility sweep, second half: restores each listed delivery if its `unacked_index` score is unchanged
+ * and kq does not hold it, then releases the mutex (compare-and-delete, as Kombu's release script).
+ * KEYS: unacked, unacked_index, holders, unacked_mutex.
+ * ARGV: prefix, mutex token, then (tag, score, envelope, nTargets, (op, key)...) groups; op is RPUSH or LPUSH.
+ */
+export const VISIBILITY_RESTORE = new LuaScript(
+  'visibility-restore',
+  `
+local prefix = ARGV[1]
+local restored = 0
+local a = 3
+while a <= #ARGV do
+  local tag, score, envelope, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  if redis.call('ZSCORE', KEYS[2], tag) == score and redis.call('HEXISTS', KEYS[3], tag) == 0 then
+    redis.call('HDEL', KEYS[1], tag)
+    redis.call('ZREM', KEYS[2], tag)
+    for t = 0, n - 1 do
+      redis.call(ARGV[a + 4 + 2 * t], prefix .. ARGV[a + 5 + 2 * t], envelope)
+    end
+    restored = restored + 1
+  end
+  a = a + 4 + 2 * n
+end
+if redis.call('GET', KEYS[4]) == ARGV[2] then redis.call('DEL', KEYS[4]) end
+return restored
+`,
+);
+
+/** Releases `unacked_mutex` if it is still ours (Kombu's script, verbatim). KEYS: mutex. ARGV: token. */
+export const MUTEX_RELEASE = new LuaScript(
+  'mutex-release',
+  `
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        redis.call('del', KEYS[1])
+        return 1
+    `,
+);
+
+/**
+ * Holds a message in the delayed set until due (server time + delay) and, when it is now the earliest, tells every
+ * kq process's promoter so it re-arms its timer. Member: "<byte length of key>:<key><envelope>".
+ * KEYS: delayed. ARGV: delay ms, member, nudge channel. Returns the due time (epoch ms).
+ */
+export const PUSH_DELAYED = new LuaScript(
+  'push-delayed',
+  PRELUDE +
+    `
+local now_ms = now()
+local due = now_ms + tonumber(ARGV[1])
+redis.call('ZADD', KEYS[1], due, ARGV[2])
+local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+if first[1] == ARGV[2] then redis.call('PUBLISH', ARGV[3], tostring(due)) end
+return due
+`,
+);
+
+/**
+ * Moves due delayed messages to the tail of their queue lists (LPUSH, as a publish).
+ * KEYS: delayed. ARGV: prefix, limit. Returns {moved, ms until the next one is due or -1}.
+ */
+export const PROMOTE_DELAYED = new LuaScript(
+  'promote-delayed',
+  PRELUDE +
+    `
+local now_ms = now()
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, m in ipairs(due) do
+  local colon = string.find(m, ':', 1, true)
+  local n = tonumber(string.sub(m, 1, colon - 1))
+  redis.call('LPUSH', ARGV[1] .. string.sub(m, colon + 1, colon + n), string.sub(m, colon + n + 1))
+  redis.call('ZREM', KEYS[1], m)
+end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = -1
+if nxt[2] then wait = math.max(0, tonumber(nxt[2]) - now_ms) end
+return { #due, wait }
+`,
+);
+
+/**
+ * Deletes or purges a queue: sums LLEN of its lists and deletes them, atomically (Kombu does the same in a MULTI).
+ * KEYS: the queue's lists. Returns the number of messages they held.
+ */
+export const DRAIN_LISTS = new LuaScript(
+  'drain-lists',
+  `
+local total = 0
+for _, key in ipairs(KEYS) do
+  total = total + redis.call('LLEN', key)
+  redis.call('DEL', key)
+end
+return total
+`,
+);

@@ -1,0 +1,112 @@
+import type { VirtualTransportOptions } from '@kq/core';
+import type { RedisOptions } from 'ioredis';
+
+/** Where kq reports what it could not do quietly (malformed envelopes, failed sweeps). Default: `console`. */
+export interface RedisTransportLogger {
+  warn(message: string): void;
+}
+
+/**
+ * Options of the Redis transport. Names that exist in Kombu keep Kombu's meaning and units (seconds for
+ * `visibilityTimeout` and `unackedMutexExpire`); kq's own durations are in milliseconds and say so (`…Ms`).
+ * `createTransport` also accepts Kombu's snake_case transport option names (`visibility_timeout`,
+ * `global_keyprefix`, ...), so Celery `broker_transport_options` can be passed as they are.
+ */
+export interface RedisTransportOptions extends VirtualTransportOptions {
+  /** Kombu `global_keyprefix`: prepended to every key and PUB/SUB channel. Must match the Python side. Default ''. */
+  globalKeyprefix?: string;
+  /** Database number; overrides the URL path. Default: the URL's, else 0. */
+  db?: number;
+  /**
+   * Kombu `visibility_timeout` in **seconds** (default 3600): a delivery no kq consumer holds a lease on (one a
+   * Python worker took) comes back when it is older than this.
+   */
+  visibilityTimeout?: number;
+  /**
+   * How long a delivery held by a kq consumer stays claimed without a heartbeat. A live consumer renews it (and
+   * the `unacked_index` score Python's sweep looks at) every `leaseRenewIntervalMs`; a dead one stops, and any kq
+   * process's sweep restores the delivery once the lease has run out. Default 30 000.
+   */
+  leaseMs?: number;
+  /** Heartbeat period of held deliveries. Default leaseMs / 3. */
+  leaseRenewIntervalMs?: number;
+  /** How often a consuming kq process looks for expired leases. Default min(leaseMs / 2, 5000). */
+  sweepIntervalMs?: number;
+  /** How often a consuming kq process runs Kombu's visibility-timeout sweep (under `unacked_mutex`). Default 100 000. */
+  visibilitySweepIntervalMs?: number;
+  /** Most deliveries one visibility sweep restores (Kombu `unacked_restore_limit`). Default 100. */
+  unackedRestoreLimit?: number;
+  /** Kombu `sep` between a queue name and its priority step. Must match every peer. Default `\x06\x16`. */
+  sep?: string;
+  /**
+   * Kombu `fanout_prefix`: true (default) prefixes fanout channels with `/{db}.` so databases do not hear each
+   * other; false for none (Kombu 3 compatibility); a string replaces the prefix.
+   */
+  fanoutPrefix?: boolean | string;
+  /** Kombu `fanout_patterns`: publish fanout messages on `…/{routing key}` channels. Default true. */
+  fanoutPatterns?: boolean;
+  /** Kombu `unacked_key`. Default `unacked`. */
+  unackedKey?: string;
+  /** Kombu `unacked_index_key`. Default `unacked_index`. */
+  unackedIndexKey?: string;
+  /** Kombu `unacked_mutex_key`. Default `unacked_mutex`. */
+  unackedMutexKey?: string;
+  /** Kombu `unacked_mutex_expire` in **seconds**. Default 300. */
+  unackedMutexExpire?: number;
+  /** Sentinel: the monitored master's name (Kombu `master_name`). Required for `sentinel://` URLs. */
+  masterName?: string;
+  /** Run the delayed-delivery promoter in this process (any kq process may). Default true. */
+  promoteDelayed?: boolean;
+  /** Prefix of the Redis client names (CLIENT SETNAME) of kq's connections. Default `kq`. */
+  connectionName?: string;
+  /**
+   * ioredis auto-pipelining (the commands of one tick sent as one pipeline). Default false: ioredis already writes
+   * concurrent commands back to back, and the benchmark measured kq faster without it.
+   */
+  autoPipelining?: boolean;
+  /** Passed to every ioredis connection (TLS, sentinels, timeouts, retryStrategy...); kq's own settings win. */
+  redisOptions?: RedisOptions;
+  logger?: RedisTransportLogger;
+}
+
+/** Kombu transport option names accepted by `createTransport` (with Kombu's units), mapped to kq's names. */
+const KOMBU_OPTION_NAMES: Readonly<Record<string, keyof RedisTransportOptions>> = {
+  global_keyprefix: 'globalKeyprefix',
+  visibility_timeout: 'visibilityTimeout',
+  priority_steps: 'prioritySteps',
+  sep: 'sep',
+  fanout_prefix: 'fanoutPrefix',
+  fanout_patterns: 'fanoutPatterns',
+  unacked_key: 'unackedKey',
+  unacked_index_key: 'unackedIndexKey',
+  unacked_mutex_key: 'unackedMutexKey',
+  unacked_mutex_expire: 'unackedMutexExpire',
+  unacked_restore_limit: 'unackedRestoreLimit',
+  master_name: 'masterName',
+  client_name: 'connectionName',
+};
+
+/**
+ * Options as given to `createTransport`: kq names pass through; Kombu's snake_case names are translated
+ * (`polling_interval`/`brpop_timeout`, in seconds, become `pollIntervalMs`).
+ */
+export function normaliseOptions(options: Record<string, unknown>): RedisTransportOptions {
+  const result: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined) continue;
+    const mapped = KOMBU_OPTION_NAMES[name];
+    if (mapped) result[mapped] = value;
+    else if ((name === 'polling_interval' || name === 'brpop_timeout') && typeof value === 'number') result['pollIntervalMs'] = value * 1000;
+    else result[name] = value;
+  }
+  return result as RedisTransportOptions;
+}
+
+export const DEFAULTS = {
+  visibilityTimeout: 3600,
+  leaseMs: 30_000,
+  visibilitySweepIntervalMs: 100_000,
+  unackedRestoreLimit: 100,
+  unackedMutexExpire: 300,
+  connectionName: 'kq',
+} as const;

@@ -1,0 +1,477 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConnectionLost,
+  DecodeError,
+  EncodeError,
+  KqError,
+  OperationTimeout,
+  isReadyState,
+  jsonCodec,
+  type ResultBackend,
+  type ResultMeta,
+  type StoreResultOptions,
+  type WaitForResultOptions,
+} from '@kq/core';
+import { Redis, type RedisOptions } from 'ioredis';
+import { parseBrokerUrl } from './broker-url';
+import { documentValue, parseDocument, writeDocument } from './python-json';
+
+/** Options of the Redis result backend. Celery's names (`global_keyprefix`, ...) are accepted by `createResultBackend`. */
+export interface RedisResultBackendOptions {
+  /**
+   * Celery's `result_backend_transport_options.global_keyprefix`: prepended to every key and channel. As in Celery
+   * (≥ 5.3.1), a `_` is added unless the prefix already ends in one of `:_-.`: `myapp` ⇒ `myapp_celery-task-meta-<id>`,
+   * `myapp:` ⇒ `myapp:celery-task-meta-<id>`. Must match the Python side. Default: none.
+   */
+  keyPrefix?: string;
+  /** Celery's `result_expires` (ms): results are kept this long. 0 = forever (plain SET). Default 1 day. */
+  resultExpiresMs?: number;
+  /** Database number; overrides the URL path. */
+  db?: number;
+  /** Sentinel: the monitored master's name (Celery's transport option `master_name`). Required for `sentinel://`. */
+  masterName?: string;
+  /** Passed to both ioredis connections (TLS, timeouts, retryStrategy...); kq's own settings win. */
+  redisOptions?: RedisOptions;
+  /** Prefix of the CLIENT SETNAME of the backend's connections: `<prefix>.results.<id>.cmd` / `.sub`. Default `kq`. */
+  connectionName?: string;
+  /**
+   * Most subscriptions kept for tasks that were sent (`onTaskCall`) but that nobody waits for yet. Beyond it the
+   * oldest are dropped, which is safe: a later `waitFor` subscribes again and reads the key. Default 10 000.
+   */
+  maxEarlySubscriptions?: number;
+  /** Where undecodable pushed results and connection errors are reported. Default: nowhere (operations still fail). */
+  logger?: { warn(message: string): void };
+}
+
+/** Celery's `_MAX_STR_VALUE_SIZE`: Redis refuses values above 512 MiB. */
+const MAX_VALUE_SIZE = 512 * 1024 * 1024;
+const DEFAULT_EXPIRES_MS = 86_400_000;
+const TASK_KEY_PREFIX = 'celery-task-meta-';
+/** Fields Celery writes in this order (WIRE.md §8.1); anything else goes after them, `task_id` always last. */
+const EXTENDED_FIELDS = ['name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const;
+const ORDERED_FIELDS = new Set(['status', 'result', 'traceback', 'children', 'date_done', 'group_id', 'parent_id', ...EXTENDED_FIELDS, 'task_id']);
+const MGET_CHUNK = 500;
+
+interface Waiter {
+  resolve(meta: ResultMeta): void;
+  reject(error: unknown): void;
+}
+
+/** One SUBSCRIBE on the shared subscriber connection, held by its waiters and/or by an early `onTaskCall`. */
+interface Subscription {
+  readonly channel: string;
+  readonly taskId: string;
+  readonly waiters: Set<Waiter>;
+  early: boolean;
+  /** Settles once Redis acknowledged the SUBSCRIBE. */
+  subscribed: Promise<void>;
+}
+
+/**
+ * Celery's Redis result backend, key for key (WIRE.md §8.1): results live at `celery-task-meta-<id>` as Celery's
+ * JSON, a store is `GET` (a stored SUCCESS is never overwritten) then `MULTI SETEX+PUBLISH EXEC` on the key's name,
+ * and waiters are woken by that PUBLISH — one subscriber connection multiplexes every task being waited for, and a
+ * `GET` after each SUBSCRIBE closes the race with a result stored just before. Python Celery clients and workers
+ * read and write the same keys.
+ */
+export class RedisResultBackend implements ResultBackend {
+  readonly name = 'redis';
+  readonly pushes = true;
+  /** The full prefix of task keys (and channels), `[<global prefix>]celery-task-meta-`. */
+  readonly taskKeyPrefix: string;
+  readonly #expiresMs: number;
+  readonly #connectionOptions: RedisOptions;
+  readonly #connectionName: string;
+  readonly #maxEarly: number;
+  readonly #logger: { warn(message: string): void } | undefined;
+  readonly #client: Redis;
+  #subscriber: Redis | undefined;
+  /** By channel (= key). */
+  readonly #subscriptions = new Map<string, Subscription>();
+  /** Subscriptions held by `onTaskCall`, oldest first. */
+  readonly #early = new Set<Subscription>();
+  #closed = false;
+
+  constructor(url: string | undefined, options: RedisResultBackendOptions = {}) {
+    const endpoint = parseBrokerUrl(url, {
+      ...(options.db !== undefined ? { db: options.db } : {}),
+      ...(options.masterName !== undefined ? { masterName: options.masterName } : {}),
+      ...(options.redisOptions !== undefined ? { redisOptions: options.redisOptions } : {}),
+    });
+    this.taskKeyPrefix = withGlobalPrefix(options.keyPrefix ?? '') + TASK_KEY_PREFIX;
+    this.#expiresMs = options.resultExpiresMs ?? DEFAULT_EXPIRES_MS;
+    if (!Number.isFinite(this.#expiresMs) || this.#expiresMs < 0) {
+      throw new KqError(`resultExpiresMs must be a number of milliseconds ≥ 0 (0 keeps results forever), not ${String(this.#expiresMs)}.`);
+    }
+    this.#connectionOptions = { ...options.redisOptions, ...endpoint.connection, lazyConnect: true };
+    this.#connectionName = `${(options.connectionName ?? 'kq').replace(/\s+/g, '_')}.results.${randomUUID().slice(0, 8)}`;
+    this.#maxEarly = options.maxEarlySubscriptions ?? 10_000;
+    this.#logger = options.logger;
+    this.#client = this.#connect('cmd', {});
+  }
+
+  /** The key (and PUB/SUB channel) of a task's result. */
+  keyFor(taskId: string): string {
+    return this.taskKeyPrefix + taskId;
+  }
+
+  async store(meta: ResultMeta, options: StoreResultOptions = {}): Promise<void> {
+    this.#assertOpen();
+    const key = this.keyFor(meta.task_id);
+    const text = encodeResultMeta(meta);
+    if (text.length > MAX_VALUE_SIZE) {
+      throw new EncodeError(`The result of task ${meta.task_id} is larger than Redis accepts (512 MiB); return less data, or store it elsewhere and return a reference.`);
+    }
+    // Celery's rule: once SUCCESS is stored, later writes (a duplicate or lost execution) are dropped.
+    const current = await this.#client.get(key);
+    if (current !== null && storedStatus(current) === 'SUCCESS') return;
+    const expiresMs = options.expiresMs ?? this.#expiresMs;
+    const transaction = this.#client.multi();
+    if (expiresMs > 0) transaction.setex(key, Math.max(1, Math.ceil(expiresMs / 1000)), text);
+    else transaction.set(key, text);
+    transaction.publish(key, text);
+    const replies = await transaction.exec();
+    const failure = replies?.find(([error]) => error !== null)?.[0];
+    if (failure) throw failure;
+    if (replies === null) throw new ConnectionLost(`Storing the result of task ${meta.task_id} was aborted by Redis (EXEC returned nil); retry.`);
+  }
+
+  async get(taskId: string): Promise<ResultMeta | null> {
+    this.#assertOpen();
+    const text = await this.#client.get(this.keyFor(taskId));
+    return text === null ? null : decodeResultMeta(text, taskId);
+  }
+
+  /** Subscribes to the task's channel now, before the task is sent, as Celery's client does. */
+  async onTaskCall(taskId: string): Promise<void> {
+    this.#assertOpen();
+    const subscription = this.#subscribe(taskId);
+    if (!subscription.early) {
+      subscription.early = true;
+      this.#early.add(subscription);
+      if (this.#early.size > this.#maxEarly) {
+        const oldest = this.#early.values().next().value as Subscription;
+        this.#dropEarly(oldest);
+      }
+    }
+    try {
+      await subscription.subscribed;
+    } catch (error) {
+      this.#dropEarly(subscription);
+      throw error;
+    }
+  }
+
+  waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
+    if (this.#closed) return Promise.reject(closedError());
+    return new Promise<ResultMeta>((resolve, reject) => {
+      const subscription = this.#subscribe(taskId);
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      const finish = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        subscription.waiters.delete(waiter);
+        this.#release(subscription);
+        return true;
+      };
+      const waiter: Waiter = {
+        resolve: (meta) => {
+          if (finish()) resolve(meta);
+        },
+        reject: (error) => {
+          if (finish()) reject(error);
+        },
+      };
+      const onAbort = (): void => waiter.reject(new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`));
+      subscription.waiters.add(waiter);
+      if (options.signal?.aborted) {
+        onAbort();
+        return;
+      }
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.timeoutMs !== undefined) {
+        timer = setTimeout(
+          () => waiter.reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`)),
+          options.timeoutMs,
+        );
+      }
+      // Subscribed first, then read: a result stored before the SUBSCRIBE took effect is seen by the GET, one stored
+      // after it is pushed. No polling.
+      subscription.subscribed
+        .then(() => this.get(taskId))
+        .then(
+          (meta) => {
+            if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
+          },
+          (error: unknown) => waiter.reject(error),
+        );
+    });
+  }
+
+  /** Deletes the stored result (Celery's `forget`) and drops an early subscription nobody waits on. */
+  async forget(taskId: string): Promise<void> {
+    this.#assertOpen();
+    const subscription = this.#subscriptions.get(this.keyFor(taskId));
+    if (subscription) this.#dropEarly(subscription);
+    await this.#client.del(this.keyFor(taskId));
+  }
+
+  /** Closes both connections; whoever still waits is rejected. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const subscription of [...this.#subscriptions.values()]) {
+      for (const waiter of [...subscription.waiters]) waiter.reject(closedError(subscription.taskId));
+    }
+    this.#subscriptions.clear();
+    this.#early.clear();
+    await Promise.all([disconnect(this.#client), this.#subscriber ? disconnect(this.#subscriber) : undefined]);
+  }
+
+  #connect(role: 'cmd' | 'sub', overrides: RedisOptions): Redis {
+    const client = new Redis({ ...this.#connectionOptions, connectionName: `${this.#connectionName}.${role}`, ...overrides });
+    // Failures reach the callers of the operations; the events only go to the logger (ioredis would print them).
+    client.on('error', (error: Error) => this.#logger?.warn(`kq result backend (${role}): ${error.message}`));
+    return client;
+  }
+
+  #subscriberConnection(): Redis {
+    if (this.#subscriber) return this.#subscriber;
+    // Resubscription is done here rather than by ioredis so that it is followed by a read of every pending key:
+    // results published while the connection was down are not lost (Celery's `_reconnect_pubsub` does the same).
+    const subscriber = this.#connect('sub', { autoResubscribe: false });
+    let connectedBefore = false;
+    subscriber.on('ready', () => {
+      if (connectedBefore) void this.#resubscribe(subscriber);
+      connectedBefore = true;
+    });
+    subscriber.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+
+  #subscribe(taskId: string): Subscription {
+    const channel = this.keyFor(taskId);
+    let subscription = this.#subscriptions.get(channel);
+    if (!subscription) {
+      const created: Subscription = { channel, taskId, waiters: new Set(), early: false, subscribed: Promise.resolve() };
+      created.subscribed = this.#subscriberConnection()
+        .subscribe(channel)
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            // A later waiter must not inherit a failed subscription.
+            if (this.#subscriptions.get(channel) === created && created.waiters.size === 0) this.#subscriptions.delete(channel);
+            throw new ConnectionLost(`Could not subscribe to the result channel of task ${taskId}: ${messageOf(error)}`, { cause: error });
+          },
+        );
+      created.subscribed.catch(() => undefined);
+      this.#subscriptions.set(channel, created);
+      subscription = created;
+    }
+    return subscription;
+  }
+
+  /** Unsubscribes once nobody holds the subscription. */
+  #release(subscription: Subscription): void {
+    if (subscription.waiters.size > 0 || subscription.early) return;
+    if (this.#subscriptions.get(subscription.channel) !== subscription) return;
+    this.#subscriptions.delete(subscription.channel);
+    if (!this.#closed) this.#subscriber?.unsubscribe(subscription.channel).catch(() => undefined);
+  }
+
+  #dropEarly(subscription: Subscription): void {
+    if (!subscription.early) return;
+    subscription.early = false;
+    this.#early.delete(subscription);
+    this.#release(subscription);
+  }
+
+  /** A ready result for a subscription: every waiter gets it and the channel is unsubscribed, as Celery does. */
+  #deliver(subscription: Subscription, meta: ResultMeta): void {
+    for (const waiter of [...subscription.waiters]) waiter.resolve(meta);
+    this.#dropEarly(subscription);
+    this.#release(subscription);
+  }
+
+  #onMessage(channel: string, message: string): void {
+    const subscription = this.#subscriptions.get(channel);
+    if (!subscription) return;
+    let meta: ResultMeta;
+    try {
+      meta = decodeResultMeta(message, subscription.taskId);
+    } catch (error) {
+      // Not ours to fail on: someone published something else on the channel. The key stays authoritative.
+      this.#logger?.warn(`kq result backend: ignoring an undecodable message on ${channel}: ${messageOf(error)}`);
+      return;
+    }
+    if (isReadyState(meta.status)) this.#deliver(subscription, meta);
+  }
+
+  async #resubscribe(subscriber: Redis): Promise<void> {
+    const channels = [...this.#subscriptions.keys()];
+    if (channels.length === 0 || this.#closed) return;
+    try {
+      await subscriber.subscribe(...channels);
+      for (let start = 0; start < channels.length; start += MGET_CHUNK) {
+        const chunk = channels.slice(start, start + MGET_CHUNK);
+        const values = await this.#client.mget(...chunk);
+        values.forEach((text, index) => {
+          const subscription = this.#subscriptions.get(chunk[index] as string);
+          if (text === null || !subscription) return;
+          try {
+            const meta = decodeResultMeta(text, subscription.taskId);
+            if (isReadyState(meta.status)) this.#deliver(subscription, meta);
+          } catch (error) {
+            for (const waiter of [...subscription.waiters]) waiter.reject(error);
+          }
+        });
+      }
+    } catch (error) {
+      this.#logger?.warn(`kq result backend: resubscribing after a reconnect failed: ${messageOf(error)}`);
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw closedError();
+  }
+}
+
+/** Makes the backend for `redis://`, `rediss://` and `sentinel://` result backend URLs (core's registry calls this). */
+export function createResultBackend(url: string, options: Record<string, unknown> = {}): RedisResultBackend {
+  return new RedisResultBackend(url, normaliseResultBackendOptions(options));
+}
+
+/**
+ * kq option names pass through; Celery's are translated: `global_keyprefix` (also inside
+ * `result_backend_transport_options`), `master_name`, `result_expires` (seconds).
+ */
+function normaliseResultBackendOptions(options: Record<string, unknown>): RedisResultBackendOptions {
+  const transport = isRecord(options['result_backend_transport_options']) ? options['result_backend_transport_options'] : {};
+  const pick = (...values: unknown[]): unknown => values.find((value) => value !== undefined && value !== null);
+  const result: RedisResultBackendOptions = {};
+  const keyPrefix = pick(options['keyPrefix'], options['global_keyprefix'], transport['global_keyprefix']);
+  if (keyPrefix !== undefined) result.keyPrefix = expect('keyPrefix', keyPrefix, 'string');
+  const expiresSeconds = options['result_expires'];
+  const expiresMs = pick(options['resultExpiresMs'], typeof expiresSeconds === 'number' ? expiresSeconds * 1000 : undefined);
+  if (expiresMs !== undefined) result.resultExpiresMs = expect('resultExpiresMs', expiresMs, 'number');
+  const db = options['db'];
+  if (db !== undefined) result.db = expect('db', db, 'number');
+  const masterName = pick(options['masterName'], options['master_name'], transport['master_name']);
+  if (masterName !== undefined) result.masterName = expect('masterName', masterName, 'string');
+  if (isRecord(options['redisOptions'])) result.redisOptions = options['redisOptions'] as RedisOptions;
+  if (typeof options['connectionName'] === 'string') result.connectionName = options['connectionName'];
+  if (typeof options['maxEarlySubscriptions'] === 'number') result.maxEarlySubscriptions = options['maxEarlySubscriptions'];
+  const logger = options['logger'];
+  if (isRecord(logger) && typeof logger['warn'] === 'function') result.logger = logger as unknown as { warn(message: string): void };
+  return result;
+}
+
+/** Celery's `global_keyprefix` rule: add `_` unless the prefix ends in `:`, `_`, `-` or `.`. */
+function withGlobalPrefix(prefix: string): string {
+  if (prefix === '') return '';
+  return ':_-.'.includes(prefix.slice(-1)) ? prefix : `${prefix}_`;
+}
+
+/**
+ * The meta as Celery's Redis backend writes it: its field order (status, result, traceback, children, date_done,
+ * [group_id], [parent_id], [extended fields], task_id) and Python's `json.dumps` separators and escaping.
+ * Values go through kq's JSON codec first, so dates and bytes become Kombu's `__type__` markers.
+ */
+export function encodeResultMeta(meta: ResultMeta): string {
+  const source = meta as unknown as Record<string, unknown>;
+  const ordered: Record<string, unknown> = {
+    status: meta.status,
+    result: meta.result === undefined ? null : meta.result,
+    traceback: meta.traceback ?? null,
+    children: meta.children ?? null,
+    date_done: meta.date_done ?? null,
+  };
+  // Celery writes group_id/parent_id only when the request has them.
+  if (meta.group_id) ordered['group_id'] = meta.group_id;
+  if (meta.parent_id) ordered['parent_id'] = meta.parent_id;
+  for (const field of EXTENDED_FIELDS) if (source[field] !== undefined) ordered[field] = source[field];
+  for (const [field, value] of Object.entries(source)) if (!ORDERED_FIELDS.has(field) && value !== undefined) ordered[field] = value;
+  ordered['task_id'] = meta.task_id;
+  const compact = jsonCodec.encode(ordered).toString('utf8');
+  return writeDocument(parseDocument(compact));
+}
+
+/** Reads a stored or published meta; fills what old or partial writers leave out. */
+export function decodeResultMeta(text: string, taskId: string): ResultMeta {
+  let value: unknown;
+  try {
+    value = jsonCodec.decode(Buffer.from(text, 'utf8'));
+  } catch (error) {
+    // Python writes NaN/Infinity literals that JSON.parse refuses; the lenient reader takes them.
+    try {
+      value = documentValue(parseDocument(text));
+    } catch {
+      throw new DecodeError(
+        `The stored result of task ${taskId} is not JSON (${messageOf(error)}). kq reads results written with ` +
+          `result_serializer='json' (Celery's default); set it on the Python side.`,
+        { cause: error },
+      );
+    }
+  }
+  if (!isRecord(value) || typeof value['status'] !== 'string') {
+    throw new DecodeError(`The stored result of task ${taskId} is not a Celery result (no "status" field): ${text.slice(0, 200)}`);
+  }
+  const traceback = value['traceback'];
+  const children = value['children'];
+  const dateDone = value['date_done'];
+  return {
+    ...value,
+    status: value['status'] as ResultMeta['status'],
+    result: value['result'] === undefined ? null : value['result'],
+    traceback: typeof traceback === 'string' ? traceback : null,
+    children: Array.isArray(children) ? children : null,
+    date_done: typeof dateDone === 'string' ? dateDone : null,
+    task_id: typeof value['task_id'] === 'string' ? value['task_id'] : taskId,
+  };
+}
+
+/** The status of a stored value, or undefined when it is not a readable meta (then it may be overwritten). */
+function storedStatus(text: string): string | undefined {
+  try {
+    return decodeResultMeta(text, '').status;
+  } catch {
+    return undefined;
+  }
+}
+
+async function disconnect(client: Redis): Promise<void> {
+  if (client.status === 'ready') {
+    try {
+      await client.quit();
+      return;
+    } catch {
+      // fall through to a hard disconnect
+    }
+  }
+  client.disconnect();
+}
+
+function closedError(taskId?: string): KqError {
+  return new KqError(
+    taskId === undefined
+      ? 'This result backend is closed; create a new one (or use the app that owns it).'
+      : `The result backend was closed while waiting for the result of task ${taskId}.`,
+  );
+}
+
+function expect<T extends 'string' | 'number'>(name: string, value: unknown, type: T): T extends 'string' ? string : number {
+  if (typeof value !== type) throw new KqError(`The Redis result backend option ${name} must be a ${type}, not ${JSON.stringify(value)}.`);
+  return value as T extends 'string' ? string : number;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

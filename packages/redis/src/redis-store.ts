@@ -1,0 +1,736 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConnectionLost,
+  Exchange,
+  Queue,
+  StaleDeliveryError,
+  headersMatch,
+  kombuTopicPattern,
+  type BindingRecord,
+  type Claim,
+  type ClaimOptions,
+  type ExchangeType,
+  type StoredMessage,
+  type VirtualStore,
+  type VirtualStoreFeatures,
+} from '@kq/core';
+import type { Redis } from 'ioredis';
+import { AckBatcher, type PendingAck } from './ack-batcher';
+import { BlockingPool } from './blocking-pool';
+import type { ConnectionFactory } from './connection-factory';
+import { DelayedPromoter } from './delayed-promoter';
+import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from './envelope';
+import { InferredExchange } from './inferred-exchange';
+import type { KeyLayout } from './key-layout';
+import { LeaseKeeper } from './lease-keeper';
+import { ACK, CLAIM, DRAIN_LISTS, QUARANTINE, RENEW, RESTORE } from './lua-scripts';
+import { quarantineRecord } from './quarantine';
+import { RedisFanoutBus } from './redis-fanout-bus';
+import { Sweeper } from './sweeper';
+
+/** A claim of the Redis store: what a settle needs to find (and fence) the delivery. */
+export interface RedisClaim extends Claim {
+  /** Priority step of the list it came from. */
+  readonly step: number;
+  /** The envelope exactly as it was stored. */
+  readonly raw: string;
+  /** Identifies this claim (not the message) in kq's holder records; '' for noAck claims. */
+  readonly token: string;
+  /** The delivery tag the claim was recorded under in `unacked` (the envelope's `properties.delivery_tag`). */
+  readonly tag: string;
+}
+
+export interface RedisStoreSettings {
+  factory: ConnectionFactory;
+  layout: KeyLayout;
+  storeId: string;
+  leaseMs: number;
+  leaseRenewIntervalMs: number;
+  promoteDelayed: boolean;
+  autoPipelining: boolean;
+  /** Lease sweep period (see Sweeper). */
+  leaseSweepIntervalMs: number;
+  visibilitySweepIntervalMs: number;
+  /** Kombu `visibility_timeout`, seconds. */
+  visibilityTimeout: number;
+  /** Kombu `unacked_mutex_expire`, seconds. */
+  unackedMutexExpire: number;
+  unackedRestoreLimit: number;
+  warn: (message: string) => void;
+  onError: (error: unknown) => void;
+  onConnectionState: (state: 'ready' | 'lost') => void;
+}
+
+export interface RedisStoreStats {
+  /** Deliveries this process holds (leases it renews). */
+  held: number;
+  /** Held deliveries a sweep took back because their lease ran out before a heartbeat. */
+  leasesLost: number;
+  /** Messages moved to the quarantine list by this process. */
+  quarantined: number;
+  /** Delayed messages this process's promoter moved to their queues. */
+  promoted: number;
+  /** Open BRPOP connections (one per concurrently waiting consumer). */
+  blockingConnections: number;
+  /** Fanout patterns this process is subscribed to. */
+  fanoutSubscriptions: number;
+  /** Deliveries this process's sweeps restored because a kq lease ran out. */
+  leaseRestored: number;
+  /** Deliveries this process's sweeps restored by Kombu's visibility-timeout rule. */
+  visibilityRestored: number;
+}
+
+/** Attempts to record a message BRPOP already popped before giving up and pushing it back. */
+const RECORD_ATTEMPTS = 5;
+
+/**
+ * Kombu's Redis layout as a `VirtualStore` (see KeyLayout for the keys): lists per queue and priority step,
+ * `_kombu.binding.*` sets, the `unacked` hash and index, PUB/SUB fanout — plus kq's leases, fencing, delayed set and
+ * quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and one BRPOP connection per
+ * waiting consumer.
+ */
+export class RedisStore implements VirtualStore {
+  readonly features: VirtualStoreFeatures = {
+    priorities: true,
+    delayedDelivery: true,
+    crashRecovery: true,
+    fanout: 'live',
+  };
+  readonly layout: KeyLayout;
+  readonly #settings: RedisStoreSettings;
+  readonly #leases: LeaseKeeper;
+  readonly #acks: AckBatcher;
+  /** Exchange types this process knows (declared, looked up or inferred), for binding patterns. */
+  readonly #exchangeTypes = new Map<string, ExchangeType>();
+  /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
+  readonly #idleSets = new Map<string, boolean>();
+  #commands: Redis | undefined;
+  #subscriber: Redis | undefined;
+  #pool: BlockingPool | undefined;
+  #bus: RedisFanoutBus | undefined;
+  #promoter: DelayedPromoter | undefined;
+  #sweeper: Sweeper | undefined;
+  /** Counts of sweepers of earlier connections (a store can be reopened). */
+  readonly #sweepCounts = { leaseRestored: 0, visibilityRestored: 0 };
+  #claimSeq = 0;
+  #requestSeq = 0;
+  #quarantined = 0;
+  #everReady = false;
+  #closed = false;
+
+  constructor(settings: RedisStoreSettings) {
+    this.#settings = settings;
+    this.layout = settings.layout;
+    this.#acks = new AckBatcher((acks) => this.#sendAcks(acks));
+    this.#leases = new LeaseKeeper({
+      intervalMs: settings.leaseRenewIntervalMs,
+      renew: (pairs) => this.#renew(pairs),
+      onError: (error) => this.#reportError(error),
+    });
+  }
+
+  /** True once closed or terminated (until opened again): background failures are no longer reported. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get fanoutBus(): RedisFanoutBus | undefined {
+    return this.#bus;
+  }
+
+  /** The command connection (open stores only). */
+  get commands(): Redis {
+    if (!this.#commands) throw new ConnectionLost('The Redis store is not open; call transport.connect() first.');
+    return this.#commands;
+  }
+
+  async open(): Promise<void> {
+    this.#closed = false;
+    const { factory, layout } = this.#settings;
+    const commands = factory.create('cmd', { enableAutoPipelining: this.#settings.autoPipelining });
+    const subscriber = factory.create('sub', { enableAutoPipelining: false });
+    this.#watchConnection(commands);
+    try {
+      await commands.connect();
+      await subscriber.connect();
+    } catch (error) {
+      commands.disconnect();
+      subscriber.disconnect();
+      throw new ConnectionLost(`Cannot connect to Redis: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    this.#commands = commands;
+    this.#subscriber = subscriber;
+    this.#pool = new BlockingPool(factory, commands);
+    this.#bus = new RedisFanoutBus(layout, commands, subscriber, this.#settings.warn);
+    this.#sweeper = new Sweeper({
+      commands,
+      layout,
+      leaseSweepIntervalMs: this.#settings.leaseSweepIntervalMs,
+      visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
+      visibilityTimeout: this.#settings.visibilityTimeout,
+      mutexExpire: this.#settings.unackedMutexExpire,
+      restoreLimit: this.#settings.unackedRestoreLimit,
+      route: (exchange, routingKey, headers) => this.routeForRestore(exchange, routingKey, headers),
+      warn: this.#settings.warn,
+      onError: (error) => this.#reportError(error),
+    });
+    if (this.#settings.promoteDelayed) {
+      this.#promoter = new DelayedPromoter({ commands, subscriber, layout, onError: (error) => this.#reportError(error) });
+      await this.#promoter.start();
+    }
+  }
+
+  async close(): Promise<void> {
+    // Acks handed to us before close still go out.
+    if (this.#commands) await this.#acks.flush();
+    this.#closed = true;
+    this.#stopBackground();
+    await this.#pool?.close();
+    await Promise.all([quit(this.#subscriber), quit(this.#commands)]);
+    this.#forgetConnections();
+  }
+
+  /** Drops every connection at once, restoring nothing and renewing nothing: what a crashed process leaves behind. */
+  terminate(): void {
+    this.#closed = true;
+    this.#acks.failAll(new ConnectionLost('The Redis store was terminated before this ack was sent.'));
+    this.#stopBackground();
+    this.#pool?.terminate();
+    this.#subscriber?.disconnect();
+    this.#commands?.disconnect();
+    this.#forgetConnections();
+  }
+
+  stats(): RedisStoreStats {
+    return {
+      held: this.#leases.held,
+      leasesLost: this.#leases.lost,
+      quarantined: this.#quarantined,
+      promoted: this.#promoter?.promoted ?? 0,
+      blockingConnections: this.#pool?.size ?? 0,
+      fanoutSubscriptions: this.#bus?.patterns ?? 0,
+      leaseRestored: this.#sweepCounts.leaseRestored + (this.#sweeper?.counts.leaseRestored ?? 0),
+      visibilityRestored: this.#sweepCounts.visibilityRestored + (this.#sweeper?.counts.visibilityRestored ?? 0),
+    };
+  }
+
+  /** Sends a heartbeat for every held delivery now (the timer does it every `leaseRenewIntervalMs`). */
+  renewLeases(): Promise<void> {
+    return this.#leases.renewNow();
+  }
+
+  /** Restores deliveries whose kq lease ran out, now (consuming processes also do it every `sweepIntervalMs`). */
+  sweepLeases(): Promise<number> {
+    return this.#requireSweeper().sweepLeases();
+  }
+
+  /** Runs Kombu's visibility-timeout sweep now. */
+  sweepVisibility(): Promise<number> {
+    return this.#requireSweeper().sweepVisibility();
+  }
+
+  // ——— exchanges and bindings ———
+
+  async declareExchange(exchange: Exchange): Promise<void> {
+    await this.commands.hset(this.layout.key('exchanges'), exchange.name, JSON.stringify(exchange.toJSON()));
+    this.#exchangeTypes.set(exchange.name, exchange.type);
+  }
+
+  /** A declaration a kq process stored (Kombu stores none). See `inferExchange` for Python-only exchanges. */
+  async lookupExchange(name: string): Promise<Exchange | undefined> {
+    const stored = await this.commands.hget(this.layout.key('exchanges'), name);
+    const exchange = stored === null ? undefined : parseExchange(name, stored);
+    if (exchange) this.#exchangeTypes.set(name, exchange.type);
+    return exchange;
+  }
+
+  /** An exchange known only from its Kombu binding set (declared by a Python process), with a guessed type. */
+  async inferExchange(name: string): Promise<Exchange | undefined> {
+    const members = await this.commands.smembers(this.layout.bindingKey(name));
+    if (members.length === 0) return undefined;
+    const patterns = members.map((member) => this.layout.parseBindingMember(member)?.pattern ?? '');
+    const type: ExchangeType = patterns.some((pattern) => pattern.startsWith('^'))
+      ? 'topic'
+      : patterns.some((pattern) => pattern.startsWith('{'))
+        ? 'headers'
+        : 'direct';
+    if (!this.#exchangeTypes.has(name)) this.#exchangeTypes.set(name, type);
+    return new InferredExchange(name, type);
+  }
+
+  async deleteExchange(name: string): Promise<void> {
+    await this.commands.multi().hdel(this.layout.key('exchanges'), name).del(this.layout.bindingKey(name)).exec();
+    this.#exchangeTypes.delete(name);
+  }
+
+  async addBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    const { member, type } = await this.#member(exchange, binding);
+    const transaction = this.commands.multi().sadd(this.layout.bindingKey(exchange), member);
+    if (type === 'fanout') transaction.sadd(this.layout.fanoutBindingsKey(binding.queue), exchange + this.layout.sep + binding.routingKey);
+    await transaction.exec();
+  }
+
+  async removeBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    const { member } = await this.#member(exchange, binding);
+    await this.commands
+      .multi()
+      .srem(this.layout.bindingKey(exchange), member)
+      .srem(this.layout.fanoutBindingsKey(binding.queue), exchange + this.layout.sep + binding.routingKey)
+      .exec();
+  }
+
+  /** The fanout bindings of a queue that kq processes declared (exchange, binding key). */
+  async fanoutBindingsOf(queue: string): Promise<Array<{ exchange: string; routingKey: string }>> {
+    const members = await this.commands.smembers(this.layout.fanoutBindingsKey(queue));
+    return members.map((member) => {
+      const at = member.lastIndexOf(this.layout.sep);
+      return { exchange: member.slice(0, at), routingKey: member.slice(at + this.layout.sep.length) };
+    });
+  }
+
+  async listBindings(exchange: string): Promise<readonly BindingRecord[]> {
+    const members = await this.commands.smembers(this.layout.bindingKey(exchange));
+    const records: BindingRecord[] = [];
+    for (const member of members) {
+      const parsed = this.layout.parseBindingMember(member);
+      if (!parsed) continue;
+      records.push({ queue: parsed.queue, routingKey: parsed.routingKey, arguments: bindingArguments(parsed.pattern) });
+    }
+    return records;
+  }
+
+  /**
+   * The queues a delivery published to (exchange, routing key) is restored to, the way Kombu's `_lookup` finds them
+   * from the binding set alone: '' routes to the queue named by the key; a member with a topic regex matches by it
+   * (Kombu's regex), a headers member by the headers, any other by equal routing key.
+   */
+  async routeForRestore(exchange: string, routingKey: string, headers: Record<string, unknown>): Promise<string[]> {
+    if (exchange === '') return routingKey === '' ? [] : [routingKey];
+    const queues = new Set<string>();
+    for (const member of await this.commands.smembers(this.layout.bindingKey(exchange))) {
+      const parsed = this.layout.parseBindingMember(member);
+      if (!parsed) continue;
+      const { pattern } = parsed;
+      let hit: boolean;
+      if (pattern.startsWith('^')) hit = kombuRegex(pattern)?.test(routingKey) ?? false;
+      else if (pattern.startsWith('{')) hit = headersMatch(bindingArguments(pattern), headers);
+      else hit = parsed.routingKey === routingKey;
+      if (hit) queues.add(parsed.queue);
+    }
+    return [...queues];
+  }
+
+  // ——— queues ———
+
+  async declareQueue(queue: Queue): Promise<void> {
+    await this.commands.hset(this.layout.key('queues'), queue.name, JSON.stringify(queueOptions(queue)));
+  }
+
+  async lookupQueue(name: string): Promise<Queue | undefined> {
+    const stored = await this.commands.hget(this.layout.key('queues'), name);
+    if (stored === null) return undefined;
+    try {
+      return new Queue(name, JSON.parse(stored) as ReturnType<typeof queueOptions>);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async queueExists(name: string): Promise<boolean> {
+    const pipeline = this.commands.pipeline();
+    pipeline.exists(...this.layout.queueKeys(name));
+    pipeline.hexists(this.layout.key('queues'), name);
+    const results = (await pipeline.exec()) ?? [];
+    return results.some(([error, value]) => !error && Number(value) > 0);
+  }
+
+  async deleteQueue(name: string): Promise<number> {
+    const count = Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
+    await this.commands.multi().hdel(this.layout.key('queues'), name).del(this.layout.fanoutBindingsKey(name)).exec();
+    await this.#removeBindingsOf(name);
+    return count;
+  }
+
+  async purgeQueue(name: string): Promise<number> {
+    return Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
+  }
+
+  async queueSize(name: string): Promise<number> {
+    const pipeline = this.commands.pipeline();
+    for (const key of this.layout.queueKeys(name)) pipeline.llen(key);
+    const results = (await pipeline.exec()) ?? [];
+    let total = 0;
+    for (const [error, value] of results) {
+      if (error) throw error;
+      total += Number(value);
+    }
+    return total;
+  }
+
+  // ——— messages ———
+
+  async push(queue: string, message: StoredMessage, priority: number): Promise<void> {
+    await this.commands.lpush(this.layout.listKey(queue, priority), encodeEnvelope(message));
+  }
+
+  async pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {
+    // The due time travels as a delay so the server clock decides (processes' clocks may disagree).
+    await DelayedPromoter.push(this.commands, this.layout, this.layout.listName(queue, priority), encodeEnvelope(message), dueAt - Date.now());
+  }
+
+  async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
+    if (queues.length === 0) return [];
+    this.#sweeper?.start();
+    const max = Math.max(1, Math.trunc(options.max));
+    const setKey = queues.length === 1 ? (queues[0] as string) : [...queues].sort().join('\n');
+    const blocking = options.blockMs > 0;
+    if (!blocking || !this.#idleSets.get(setKey)) {
+      const claims = await this.#claimScript(queues, max, options.noAck, undefined);
+      if (claims.length > 0 || !blocking) {
+        this.#noteIdle(setKey, claims.length < max);
+        return claims;
+      }
+    }
+    const pool = this.#pool;
+    if (!pool) throw new ConnectionLost('The Redis store was closed while a consumer was waiting for messages.');
+    const { keys, origin } = this.layout.consumeKeys(queues);
+    const popped = await pool.brpop(keys, options.blockMs, options.signal);
+    if (!popped) {
+      this.#noteIdle(setKey, true);
+      return [];
+    }
+    const [key, raw] = popped;
+    const from = origin.get(key) ?? this.layout.parseListKey(key);
+    const claims = await this.#recordPopped(queues, max, options.noAck, { ...from, key, raw });
+    this.#noteIdle(setKey, claims.length < max);
+    return claims;
+  }
+
+  async ack(claim: Claim): Promise<void> {
+    const { token, tag } = claim as RedisClaim;
+    if (token === '') return;
+    this.#leases.release(token);
+    if (!(await this.#acks.add(tag, token))) throw this.#stale('ack', claim as RedisClaim);
+  }
+
+  async restore(claim: Claim, position: 'head' | 'tail'): Promise<void> {
+    const redisClaim = claim as RedisClaim;
+    const { token, queue, step, raw, tag } = redisClaim;
+    const target = this.layout.listKey(queue, step);
+    const envelope = markRedelivered(raw);
+    if (token === '') {
+      // A noAck claim lives only in this process (the consumer was cancelled before handing it out).
+      await (position === 'head' ? this.commands.rpush(target, envelope) : this.commands.lpush(target, envelope));
+      return;
+    }
+    this.#leases.release(token);
+    const done = await RESTORE.run(this.commands, [...this.#claimKeys(), target, this.#requestKey()], [tag, token, position, envelope]);
+    if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
+  }
+
+  // ——— internals ———
+
+  /** A fresh request key: the script remembers its reply there in case ioredis re-sends it after a reconnect. */
+  #requestKey(): string {
+    return this.layout.requestKey(`${this.#settings.storeId}:${++this.#requestSeq}`);
+  }
+
+  #claimKeys(): string[] {
+    const { layout } = this;
+    return [layout.key('unacked'), layout.key('unackedIndex'), layout.key('leases'), layout.key('holders')];
+  }
+
+  async #claimScript(
+    queues: readonly string[],
+    max: number,
+    noAck: boolean,
+    popped: { queue: string; step: number; raw: string } | undefined,
+  ): Promise<RedisClaim[]> {
+    const { layout } = this;
+    const tokenBase = `${this.#settings.storeId}:${++this.#claimSeq}`;
+    const args: Array<string | number> = [
+      layout.prefix,
+      layout.sep,
+      max,
+      noAck ? 1 : 0,
+      tokenBase,
+      this.#settings.leaseMs,
+      layout.steps.length,
+      ...layout.steps,
+      queues.length,
+      ...queues,
+    ];
+    if (popped) args.push(1, popped.queue, popped.step, popped.raw);
+    else args.push(0);
+    const acks = this.#acks.take();
+    args.push(acks.length);
+    for (const ack of acks) args.push(ack.tag, ack.token);
+    let reply: [string[], string[], number[]];
+    try {
+      reply = (await CLAIM.run(this.commands, [...this.#claimKeys(), layout.key('quarantine'), this.#requestKey()], args)) as typeof reply;
+    } catch (error) {
+      for (const ack of acks) ack.fail(error);
+      throw error;
+    }
+    const [taken, bad, acked] = reply;
+    acks.forEach((ack, index) => ack.settle(acked[index] === 1));
+    for (let at = 0; at < bad.length; at += 2) {
+      this.#quarantined++;
+      this.#settings.warn(
+        `kq/redis: moved an unreadable message from queue ${JSON.stringify(bad[at])} to ${layout.key('quarantine')}: ${bad[at + 1]}`,
+      );
+    }
+    const claims: RedisClaim[] = [];
+    for (let at = 0; at < taken.length; at += 5) {
+      const queue = taken[at] as string;
+      const step = Number(taken[at + 1]);
+      const raw = taken[at + 2] as string;
+      const token = taken[at + 3] as string;
+      const tag = taken[at + 4] as string;
+      let message: StoredMessage;
+      try {
+        message = decodeEnvelope(raw, { queue });
+      } catch (error) {
+        await this.#quarantineClaim(queue, step, raw, token, tag, error);
+        continue;
+      }
+      if (token !== '') this.#leases.hold(token, tag);
+      claims.push({ queue, message, step, raw, token, tag });
+    }
+    return claims;
+  }
+
+  /**
+   * Records a message BRPOP popped (and claims more in the same call). Between the pop and this script the message
+   * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
+   * and if Redis stays unreachable the message is pushed back to the head of its list.
+   */
+  async #recordPopped(
+    queues: readonly string[],
+    max: number,
+    noAck: boolean,
+    popped: { queue: string; step: number; key: string; raw: string },
+  ): Promise<RedisClaim[]> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
+      try {
+        return await this.#claimScript(queues, max, noAck, popped);
+      } catch (error) {
+        lastError = error;
+        if (this.#closed) break;
+        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      }
+    }
+    try {
+      await this.commands.rpush(popped.key, popped.raw);
+    } catch (error) {
+      this.#settings.warn(
+        `kq/redis: could not record or return a message popped from ${JSON.stringify(popped.key)}; its envelope follows so it can be ` +
+          `re-published by hand: ${popped.raw}`,
+      );
+      throw error;
+    }
+    throw lastError;
+  }
+
+  async #quarantineClaim(queue: string, step: number, raw: string, token: string, tag: string, error: unknown): Promise<void> {
+    const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+    const key = this.layout.listKey(queue, step);
+    this.#quarantined++;
+    this.#settings.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(queue)} to ${this.layout.key('quarantine')}: ${reason}`);
+    await QUARANTINE.run(
+      this.commands,
+      [...this.#claimKeys(), this.layout.key('quarantine'), this.#requestKey()],
+      [tag, token, quarantineRecord({ queue, key, reason, raw })],
+    );
+  }
+
+  async #sendAcks(acks: readonly PendingAck[]): Promise<void> {
+    const args: string[] = [];
+    for (const ack of acks) args.push(ack.tag, ack.token);
+    const results = (await ACK.run(this.commands, [...this.#claimKeys(), this.#requestKey()], args)) as number[];
+    acks.forEach((ack, index) => ack.settle(results[index] === 1));
+  }
+
+  #noteIdle(setKey: string, idle: boolean): void {
+    if (idle) {
+      if (this.#idleSets.size > 1000) this.#idleSets.clear();
+      this.#idleSets.set(setKey, true);
+    } else {
+      this.#idleSets.delete(setKey);
+    }
+  }
+
+  async #renew(pairs: ReadonlyArray<readonly [string, string]>): Promise<string[]> {
+    if (!this.#commands || pairs.length === 0) return [];
+    const args: Array<string | number> = [this.#settings.leaseMs];
+    for (const [tag, token] of pairs) args.push(tag, token);
+    return (await RENEW.run(this.#commands, this.#claimKeys(), args)) as string[];
+  }
+
+  #stale(action: string, claim: RedisClaim): StaleDeliveryError {
+    return new StaleDeliveryError(
+      `Cannot ${action} message ${claim.message.deliveryTag} from queue ${JSON.stringify(claim.queue)}: this consumer no longer ` +
+        `holds it. Its lease (${this.#settings.leaseMs} ms) ran out without a heartbeat reaching Redis, so it was restored to ` +
+        `the queue and may already be with another consumer; the ${action} was not applied. Keep handlers from blocking the ` +
+        `event loop for that long, or raise leaseMs.`,
+    );
+  }
+
+  async #member(exchange: string, binding: BindingRecord): Promise<{ member: string; type: ExchangeType }> {
+    let type = this.#exchangeTypes.get(exchange);
+    if (type === undefined) type = (await this.lookupExchange(exchange))?.type ?? 'direct';
+    const pattern =
+      type === 'topic'
+        ? kombuTopicPattern(binding.routingKey)
+        : type === 'headers'
+          ? stableJson(binding.arguments)
+          : '';
+    return { member: this.layout.bindingMember({ routingKey: binding.routingKey, pattern, queue: binding.queue }), type };
+  }
+
+  /** Deleting a queue removes its bindings everywhere, as on AMQP (Kombu only removes the one it declared). */
+  async #removeBindingsOf(queue: string): Promise<void> {
+    const commands = this.commands;
+    let cursor = '0';
+    do {
+      const [next, keys] = await commands.scan(cursor, 'MATCH', this.layout.bindingKeyPattern(), 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) {
+        const stale = (await commands.smembers(key)).filter((member) => this.layout.parseBindingMember(member)?.queue === queue);
+        if (stale.length > 0) await commands.srem(key, ...stale);
+      }
+    } while (cursor !== '0');
+  }
+
+  #watchConnection(commands: Redis): void {
+    commands.on('ready', () => {
+      if (this.#everReady) this.#settings.onConnectionState('ready');
+      this.#everReady = true;
+    });
+    commands.on('close', () => {
+      if (this.#everReady && !this.#closed) this.#settings.onConnectionState('lost');
+    });
+  }
+
+  #reportError(error: unknown): void {
+    if (!this.#closed) this.#settings.onError(error);
+  }
+
+  #stopBackground(): void {
+    this.#leases.stop();
+    this.#promoter?.stop();
+    this.#sweeper?.stop();
+  }
+
+  #requireSweeper(): Sweeper {
+    if (!this.#sweeper) throw new ConnectionLost('The Redis store is not open; call transport.connect() first.');
+    return this.#sweeper;
+  }
+
+  #forgetConnections(): void {
+    this.#commands = undefined;
+    this.#subscriber = undefined;
+    this.#pool = undefined;
+    this.#bus = undefined;
+    this.#promoter = undefined;
+    if (this.#sweeper) {
+      this.#sweepCounts.leaseRestored += this.#sweeper.counts.leaseRestored;
+      this.#sweepCounts.visibilityRestored += this.#sweeper.counts.visibilityRestored;
+    }
+    this.#sweeper = undefined;
+    this.#everReady = false;
+    this.#idleSets.clear();
+  }
+}
+
+async function quit(client: Redis | undefined): Promise<void> {
+  if (!client) return;
+  try {
+    await Promise.race([client.quit(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  } catch {
+    // already gone
+  }
+  client.disconnect();
+}
+
+function parseExchange(name: string, stored: string): Exchange | undefined {
+  try {
+    const value = JSON.parse(stored) as {
+      type?: ExchangeType;
+      durable?: boolean;
+      autoDelete?: boolean;
+      internal?: boolean;
+      deliveryMode?: 1 | 2 | null;
+      arguments?: Record<string, unknown>;
+    };
+    return new Exchange(name, {
+      ...(value.type ? { type: value.type } : {}),
+      ...(value.durable === undefined ? {} : { durable: value.durable }),
+      ...(value.autoDelete === undefined ? {} : { autoDelete: value.autoDelete }),
+      ...(value.internal === undefined ? {} : { internal: value.internal }),
+      ...(value.deliveryMode ? { deliveryMode: value.deliveryMode } : {}),
+      arguments: value.arguments ?? {},
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+function queueOptions(queue: Queue): Record<string, unknown> {
+  return {
+    durable: queue.durable,
+    exclusive: queue.exclusive,
+    autoDelete: queue.autoDelete,
+    maxPriority: queue.maxPriority,
+    messageTtl: queue.messageTtl,
+    expires: queue.expires,
+    deadLetterExchange: queue.deadLetterExchange,
+    deadLetterRoutingKey: queue.deadLetterRoutingKey,
+    maxLength: queue.maxLength,
+    maxLengthBytes: queue.maxLengthBytes,
+    queueType: queue.queueType,
+    arguments: queue.extraArguments,
+  };
+}
+
+/** JSON with sorted keys, so equal binding arguments make equal members whatever their order. */
+function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) =>
+    item && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item,
+  );
+}
+
+/** Headers-exchange members carry their binding arguments as JSON where Kombu puts a topic regex. */
+function bindingArguments(pattern: string): Record<string, unknown> {
+  if (!pattern.startsWith('{')) return {};
+  try {
+    const value = JSON.parse(pattern) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+const regexCache = new Map<string, RegExp | null>();
+
+/** Kombu's topic regexes are Python `re` syntax; the subset Kombu writes means the same in JavaScript. */
+function kombuRegex(pattern: string): RegExp | null {
+  let regex = regexCache.get(pattern);
+  if (regex === undefined) {
+    try {
+      regex = new RegExp(pattern);
+    } catch {
+      regex = null;
+    }
+    if (regexCache.size > 10_000) regexCache.clear();
+    regexCache.set(pattern, regex);
+  }
+  return regex;
+}
+
+export function newStoreId(): string {
+  return randomUUID().slice(0, 8);
+}

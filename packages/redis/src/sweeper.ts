@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { priorityStep } from '@kq/core';
+import type { Redis } from 'ioredis';
+import { envelopePriority, markRedelivered } from './envelope';
+import type { KeyLayout } from './key-layout';
+import { LEASE_RESTORE, LEASE_SCAN, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
+import { parseDocument, documentValue, member, writeDocument, type JsonNode } from './python-json';
+import { quarantineRecord } from './quarantine';
+
+/** Expired leases handled per script call. */
+const LEASE_BATCH = 200;
+
+export interface SweeperOptions {
+  commands: Redis;
+  layout: KeyLayout;
+  leaseSweepIntervalMs: number;
+  visibilitySweepIntervalMs: number;
+  /** Kombu `visibility_timeout`, seconds. */
+  visibilityTimeout: number;
+  /** Kombu `unacked_mutex_expire`, seconds. */
+  mutexExpire: number;
+  restoreLimit: number;
+  /** Queues a delivery published to (exchange, routing key) goes back to (Kombu's `_lookup`). */
+  route: (exchange: string, routingKey: string, headers: Record<string, unknown>) => Promise<string[]>;
+  warn: (message: string) => void;
+  onError: (error: unknown) => void;
+}
+
+export interface SweepCounts {
+  /** Deliveries restored because a kq lease ran out (the holder died or stalled). */
+  leaseRestored: number;
+  /** Deliveries restored by Kombu's visibility-timeout rule (held by no kq consumer). */
+  visibilityRestored: number;
+}
+
+/**
+ * Brings back deliveries whose consumer is gone, under two rules:
+ * - kq leases (fast): a delivery a kq consumer holds comes back once its lease ran out without a heartbeat;
+ * - Kombu's visibility timeout (slow, for deliveries a Python worker took): older than `visibility_timeout`,
+ *   under `unacked_mutex`, as Kombu's `restore_visible`.
+ * Both restore to the head of the queue (RPUSH) with `redelivered` set, each delivery with a compare-and-set so a
+ * delivery acked or renewed meanwhile is left alone. Runs in every consuming kq process; any one of them suffices.
+ */
+export class Sweeper {
+  readonly #options: SweeperOptions;
+  readonly counts: SweepCounts = { leaseRestored: 0, visibilityRestored: 0 };
+  #leaseTimer: NodeJS.Timeout | undefined;
+  #visibilityTimer: NodeJS.Timeout | undefined;
+  #leaseRun: Promise<number> | undefined;
+
+  constructor(options: SweeperOptions) {
+    this.#options = options;
+  }
+
+  get running(): boolean {
+    return this.#leaseTimer !== undefined;
+  }
+
+  /** Starts both sweeps; the visibility sweep runs once at once (as a Kombu worker does at start). */
+  start(): void {
+    if (this.#leaseTimer) return;
+    const { leaseSweepIntervalMs, visibilitySweepIntervalMs, onError } = this.#options;
+    this.#leaseTimer = setInterval(() => void this.sweepLeases().catch(onError), leaseSweepIntervalMs);
+    this.#leaseTimer.unref();
+    this.#visibilityTimer = setInterval(() => void this.sweepVisibility().catch(onError), visibilitySweepIntervalMs);
+    this.#visibilityTimer.unref();
+    void this.sweepVisibility().catch(onError);
+  }
+
+  stop(): void {
+    if (this.#leaseTimer) clearInterval(this.#leaseTimer);
+    if (this.#visibilityTimer) clearInterval(this.#visibilityTimer);
+    this.#leaseTimer = undefined;
+    this.#visibilityTimer = undefined;
+  }
+
+  /** Restores every delivery whose kq lease ran out; resolves to how many. */
+  sweepLeases(): Promise<number> {
+    this.#leaseRun ??= this.#sweepLeases().finally(() => {
+      this.#leaseRun = undefined;
+    });
+    return this.#leaseRun;
+  }
+
+  async #sweepLeases(): Promise<number> {
+    const { commands, layout } = this.#options;
+    const keys = [layout.key('unacked'), layout.key('unackedIndex'), layout.key('leases'), layout.key('holders')];
+    let total = 0;
+    for (;;) {
+      const found = (await LEASE_SCAN.run(commands, keys, [LEASE_BATCH])) as string[];
+      if (found.length === 0) break;
+      const args: string[] = [layout.prefix];
+      for (let at = 0; at < found.length; at += 3) {
+        const tag = found[at] as string;
+        const holder = found[at + 1] as string;
+        const value = found[at + 2] as string;
+        const queue = holder.slice(holder.indexOf('\n', holder.indexOf('\n') + 1) + 1);
+        const envelope = unackedEnvelope(value);
+        const step = priorityStep(envelopePriority(envelope), layout.steps);
+        args.push(tag, holder, layout.listName(queue, step), markRedelivered(envelope));
+      }
+      const restored = Number(await LEASE_RESTORE.run(commands, keys, args));
+      total += restored;
+      this.counts.leaseRestored += restored;
+      if (found.length / 3 < LEASE_BATCH) break;
+    }
+    return total;
+  }
+
+  /** Kombu's `restore_visible`; resolves to how many deliveries it restored (0 when another process holds the mutex). */
+  async sweepVisibility(): Promise<number> {
+    const { commands, layout, visibilityTimeout, mutexExpire, restoreLimit } = this.#options;
+    const token = randomUUID().replace(/-/g, '');
+    const scanKeys = [layout.key('unacked'), layout.key('unackedIndex'), layout.key('holders'), layout.key('unackedMutex')];
+    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [
+      token,
+      Math.round(mutexExpire * 1000),
+      visibilityTimeout,
+      restoreLimit,
+    ])) as Array<string | null> | null;
+    if (found === null) return 0;
+    const args: Array<string | number> = [layout.prefix, token];
+    for (let at = 0; at < found.length; at += 3) {
+      const tag = found[at] as string;
+      const score = found[at + 1] as string;
+      const value = found[at + 2] ?? null;
+      args.push(tag, score, ...(await this.#visibilityTargets(tag, value)));
+    }
+    // Always run the second half: it releases the mutex.
+    const restored = Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
+    this.counts.visibilityRestored += restored;
+    return restored;
+  }
+
+  /** (envelope, n, (op, key)…) for one stale delivery: its queues by Kombu's routing, else the quarantine list. */
+  async #visibilityTargets(tag: string, value: string | null): Promise<Array<string | number>> {
+    const { layout } = this.#options;
+    if (value === null) return ['', 0]; // index entry without a message: Kombu just drops the index entry
+    let document: JsonNode | undefined;
+    try {
+      document = parseDocument(value);
+    } catch {
+      document = undefined;
+    }
+    const envelopeNode = document?.kind === 'array' ? document.items[0] : undefined;
+    const exchangeNode = document?.kind === 'array' ? document.items[1] : undefined;
+    const routingNode = document?.kind === 'array' ? document.items[2] : undefined;
+    if (!envelopeNode || envelopeNode.kind !== 'object' || exchangeNode?.kind !== 'string' || routingNode?.kind !== 'string') {
+      return this.#toQuarantine(tag, value, 'the unacked entry is not [envelope, exchange, routing_key]');
+    }
+    const envelope = writeDocument(envelopeNode);
+    const headersNode = member(envelopeNode, 'headers');
+    const headers = headersNode?.kind === 'object' ? (documentValue(headersNode) as Record<string, unknown>) : {};
+    const queues = await this.#options.route(exchangeNode.value, routingNode.value, headers);
+    if (queues.length === 0) {
+      return this.#toQuarantine(
+        tag,
+        envelope,
+        `no queue is bound to exchange ${JSON.stringify(exchangeNode.value)} with routing key ${JSON.stringify(routingNode.value)} any more`,
+      );
+    }
+    const step = priorityStep(envelopePriority(envelope), layout.steps);
+    const targets = queues.flatMap((queue) => ['RPUSH', layout.listName(queue, step)]);
+    return [markRedelivered(envelope), queues.length, ...targets];
+  }
+
+  #toQuarantine(tag: string, raw: string, reason: string): Array<string | number> {
+    this.#options.warn(`kq/redis: delivery ${tag} could not be restored and was moved to ${this.#options.layout.key('quarantine')}: ${reason}`);
+    return [quarantineRecord({ queue: '', key: '', reason, raw }), 1, 'LPUSH', this.#options.layout.names.quarantine];
+  }
+}
+
+/** The envelope inside an `unacked` value `[envelope, exchange, routing_key]`, as written (kept exactly). */
+function unackedEnvelope(value: string): string {
+  try {
+    const document = parseDocument(value);
+    const first = document.kind === 'array' ? document.items[0] : undefined;
+    if (first) return writeDocument(first);
+  } catch {
+    // fall through: restore what is there rather than lose it
+  }
+  return value;
+}

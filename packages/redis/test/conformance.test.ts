@@ -1,0 +1,40 @@
+import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
+import { afterAll } from 'vitest';
+import { RedisTransport } from '../src/index';
+import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
+
+// Every transport of the run shares one key prefix (a second transport stands for a second process); the suite
+// isolates tests by entity name and deletes what it declares; the prefix goes when the file is done.
+const up = await brokerReachable('redis');
+const prefix = uniquePrefix('conformance');
+const LEASE_MS = 1500;
+const probeClient = up ? rawClient() : undefined;
+
+afterAll(async () => {
+  if (!probeClient) return;
+  await cleanup(probeClient, prefix);
+  probeClient.disconnect();
+});
+
+if (up) {
+  const redis = probeClient!;
+  defineTransportSuite({
+    name: 'redis',
+    create: () => makeTransport(prefix, { pollIntervalMs: 250, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
+    probe: {
+      async queueDepth(queue) {
+        const lengths = await Promise.all([0, 3, 6, 9].map((step) => redis.llen(step === 0 ? `${prefix}${queue}` : `${prefix}${queue}\x06\x16${step}`)));
+        return lengths.reduce((sum, length) => sum + length, 0);
+      },
+      async unackedCount(queue) {
+        const holders = await redis.hvals(`${prefix}_kq.holders`);
+        return holders.filter((holder) => holder.split('\n').slice(2).join('\n') === queue).length;
+      },
+    },
+    crash: (transport) => {
+      if (!(transport instanceof RedisTransport)) throw new TypeError('expected a RedisTransport');
+      transport.terminate();
+    },
+    recoveryTimeoutMs: LEASE_MS * 4,
+  });
+}

@@ -1,0 +1,241 @@
+import { Exchange, Queue, type Channel, type Delivery, type OutgoingMessage } from '@kq/core';
+import { brokerReachable } from '@kq/test-harness';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RedisTransport } from '../src/index';
+import { capture } from './helpers/monitor';
+import { cleanup, makeTransport, rawClient, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
+
+const up = await brokerReachable('redis');
+
+function message(text: string, extra: Partial<OutgoingMessage> = {}): OutgoingMessage {
+  return {
+    body: Buffer.from(text),
+    contentType: 'text/plain',
+    contentEncoding: 'utf-8',
+    headers: {},
+    properties: { deliveryMode: 2 },
+    ...extra,
+  };
+}
+
+describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
+  const prefix = uniquePrefix('transport');
+  let redis: Redis;
+  let transport: RedisTransport;
+  let channel: Channel;
+
+  beforeAll(() => {
+    redis = rawClient();
+  });
+  afterAll(async () => {
+    await cleanup(redis, prefix);
+    redis.disconnect();
+  });
+  beforeEach(async () => {
+    transport = makeTransport(prefix, { pollIntervalMs: 200 });
+    channel = await transport.createChannel();
+  });
+  afterEach(async () => {
+    await transport.close();
+  });
+
+  it('publishes with LPUSH to the queue list and consumes FIFO', async () => {
+    await channel.declareQueue(new Queue('fifo'));
+    for (const n of [1, 2, 3]) await channel.publish('', 'fifo', message(`m${n}`));
+    expect(await redis.llen(`${prefix}fifo`)).toBe(3);
+    const first = await redis.lindex(`${prefix}fifo`, -1);
+    expect(JSON.parse(first as string)).toMatchObject({ body: Buffer.from('m1').toString('base64'), properties: { body_encoding: 'base64' } });
+    const got: string[] = [];
+    const consumer = await channel.consume({
+      queues: ['fifo'],
+      prefetch: 10,
+      onMessage: (delivery) => {
+        got.push(delivery.body.toString());
+        void delivery.ack();
+      },
+    });
+    await waitFor(() => got.length === 3);
+    expect(got).toEqual(['m1', 'm2', 'm3']);
+    await consumer.cancel();
+    await waitFor(async () => (await redis.hlen(`${prefix}unacked`)) === 0, 2000, 'acks');
+  });
+
+  it('records a delivery in unacked and unacked_index as Kombu does, and ack removes it', async () => {
+    // The captured Python publish, consumed by kq: the unacked value must be what Kombu wrote.
+    const published = capture('redis-5.2.6-basic.monitor.txt:12');
+    await redis.lpush(`${prefix}celery`, published.args[1] as string);
+    const delivery = await channel.get('celery');
+    expect(delivery).not.toBeNull();
+    const tag = '01ef6a61-da5e-4d10-a16c-c46d3968d1ef';
+    expect(await redis.hget(`${prefix}unacked`, tag)).toBe(capture('redis-5.2.6-basic.monitor.txt:87').args[2]);
+    const score = Number(await redis.zscore(`${prefix}unacked_index`, tag));
+    expect(Math.abs(score - Date.now() / 1000)).toBeLessThan(60);
+    expect(await redis.zscore(`${prefix}_kq.leases`, tag)).not.toBeNull();
+    expect(delivery!.headers).toMatchObject({ task: 'proj.add', argsrepr: '(2, 2)' });
+    expect(delivery!.deliveryInfo).toMatchObject({ exchange: '', routingKey: 'celery', queue: 'celery', deliveryTag: tag, redelivered: false });
+    await delivery!.ack();
+    expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(0);
+    expect(await redis.zscore(`${prefix}unacked_index`, tag)).toBeNull();
+    expect(await redis.zscore(`${prefix}_kq.leases`, tag)).toBeNull();
+    expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
+  });
+
+  it('records exchange and routing key for any JSON layout, escaped as Python escapes them', async () => {
+    const compact = JSON.stringify({
+      properties: { delivery_tag: 'compact-tag', delivery_info: { exchange: 'ex "q"', routing_key: 'a\\b' } },
+      body: 'eA==',
+      headers: {},
+    });
+    await redis.lpush(`${prefix}layout`, compact);
+    const delivery = (await channel.get('layout')) as Delivery;
+    expect(delivery.deliveryInfo).toMatchObject({ deliveryTag: 'compact-tag', exchange: 'ex "q"', routingKey: 'a\\b' });
+    expect(await redis.hget(`${prefix}unacked`, 'compact-tag')).toBe(`[${compact}, "ex \\"q\\"", "a\\\\b"]`);
+    await delivery.ack();
+    expect(await redis.hexists(`${prefix}unacked`, 'compact-tag')).toBe(0);
+  });
+
+  it('serves priority 0 first, then 3, 6, 9 (lower number first, as Kombu on Redis)', async () => {
+    await channel.declareQueue(new Queue('prio'));
+    for (const priority of [9, 6, 3, 0, 5, 1]) {
+      await channel.publish('', 'prio', message(`p${priority}`, { properties: { priority } }));
+    }
+    expect(await redis.llen(`${prefix}prio\x06\x163`)).toBe(2);
+    const got: string[] = [];
+    for (;;) {
+      const delivery = await channel.get('prio');
+      if (!delivery) break;
+      got.push(delivery.body.toString());
+      await delivery.ack();
+    }
+    expect(got).toEqual(['p0', 'p1', 'p3', 'p5', 'p6', 'p9']);
+  });
+
+  it('requeue goes to the tail, close restores to the head, both flagged redelivered', async () => {
+    await channel.declareQueue(new Queue('restore'));
+    for (const n of [1, 2, 3]) await channel.publish('', 'restore', message(`r${n}`));
+    const first = (await channel.get('restore')) as Delivery;
+    await first.requeue();
+    // r1 went to the tail: r2, r3, r1
+    const second = (await channel.get('restore')) as Delivery;
+    expect(second.body.toString()).toBe('r2');
+    const otherChannel = await transport.createChannel();
+    const held = (await otherChannel.get('restore')) as Delivery;
+    expect(held.body.toString()).toBe('r3');
+    await otherChannel.close(); // r3 back to the head
+    const next = (await channel.get('restore')) as Delivery;
+    expect(next.body.toString()).toBe('r3');
+    expect(next.deliveryInfo.redelivered).toBe(true);
+    expect(next.headers['redelivered']).toBe(true);
+    const last = (await channel.get('restore')) as Delivery;
+    expect(last.body.toString()).toBe('r1');
+    expect(last.deliveryInfo.redelivered).toBe(true);
+    await Promise.all([second.ack(), next.ack(), last.ack()]);
+  });
+
+  it('routes direct and topic exchanges through _kombu.binding sets with Kombu members', async () => {
+    const direct = new Exchange('ex.direct', { type: 'direct' });
+    const topic = new Exchange('ex.topic', { type: 'topic' });
+    await channel.declareQueue(new Queue('d1', { exchange: direct, routingKey: 'k1' }));
+    await channel.declareQueue(new Queue('t1', { exchange: topic, routingKey: 'a.*.c' }));
+    await channel.declareQueue(new Queue('t2', { exchange: topic, routingKey: 'a.#' }));
+    expect(await redis.smembers(`${prefix}_kombu.binding.ex.direct`)).toEqual(['k1\x06\x16\x06\x16d1']);
+    expect((await redis.smembers(`${prefix}_kombu.binding.ex.topic`)).sort()).toEqual(
+      ['a.*.c\x06\x16^a\\..*?[^\\.]\\.c$\x06\x16t1', 'a.#\x06\x16^a\\..*?$\x06\x16t2'].sort(),
+    );
+    await channel.publish('ex.direct', 'k1', message('d'));
+    await channel.publish('ex.direct', 'nope', message('lost'));
+    await channel.publish('ex.topic', 'a.b.c', message('abc'));
+    await channel.publish('ex.topic', 'a.x', message('ax'));
+    expect(await channel.checkQueue('d1')).toMatchObject({ messageCount: 1 });
+    expect(await channel.checkQueue('t1')).toMatchObject({ messageCount: 1 });
+    expect(await channel.checkQueue('t2')).toMatchObject({ messageCount: 2 });
+    const stored = JSON.parse((await redis.lindex(`${prefix}t1`, 0)) as string) as { properties: { delivery_info: unknown } };
+    expect(stored.properties.delivery_info).toEqual({ exchange: 'ex.topic', routing_key: 'a.b.c' });
+  });
+
+  it('publishes to an exchange only Kombu knows about (binding set) as direct', async () => {
+    await redis.sadd(`${prefix}_kombu.binding.py.only`, 'rk\x06\x16\x06\x16py.q');
+    await channel.publish('py.only', 'rk', message('to python queue'));
+    expect(await redis.llen(`${prefix}py.q`)).toBe(1);
+    // Declaring it for real (as fanout) replaces the guess instead of failing.
+    await channel.declareExchange(new Exchange('py.only', { type: 'fanout' }));
+  });
+
+  it('counts, purges and deletes across all priority lists', async () => {
+    await channel.declareQueue(new Queue('ops', { exchange: new Exchange('ops.x'), routingKey: 'ops' }));
+    await channel.publish('', 'ops', message('a'));
+    await channel.publish('', 'ops', message('b', { properties: { priority: 9 } }));
+    expect(await channel.checkQueue('ops')).toMatchObject({ messageCount: 2 });
+    expect(await channel.purgeQueue('ops')).toBe(2);
+    await channel.publish('', 'ops', message('c', { properties: { priority: 4 } }));
+    expect(await channel.deleteQueue('ops')).toBe(1);
+    expect(await redis.exists(`${prefix}ops`, `${prefix}ops\x06\x163`)).toBe(0);
+    expect(await redis.smembers(`${prefix}_kombu.binding.ops.x`)).toEqual([]);
+  });
+
+  it('moves a malformed envelope to the quarantine list and keeps consuming', async () => {
+    warnings.length = 0;
+    await channel.declareQueue(new Queue('bad'));
+    await redis.lpush(`${prefix}bad`, 'this is not json');
+    await redis.lpush(`${prefix}bad`, '{"body": {"not": "a string"}, "properties": {"delivery_tag": "tag-bad-body"}}');
+    await channel.publish('', 'bad', message('good'));
+    const got: string[] = [];
+    const consumer = await channel.consume({ queues: ['bad'], onMessage: (d) => void d.ack().then(() => got.push(d.body.toString())) });
+    await waitFor(() => got.length === 1);
+    await consumer.cancel();
+    expect(got).toEqual(['good']);
+    const quarantined = (await redis.lrange(`${prefix}_kq.quarantine`, 0, -1)).map((entry) => JSON.parse(entry) as Record<string, unknown>);
+    expect(quarantined).toHaveLength(2);
+    expect(quarantined.map((entry) => entry['raw']).sort()).toEqual(
+      ['this is not json', '{"body": {"not": "a string"}, "properties": {"delivery_tag": "tag-bad-body"}}'].sort(),
+    );
+    expect(quarantined.every((entry) => entry['queue'] === 'bad' && typeof entry['reason'] === 'string')).toBe(true);
+    expect(await redis.hexists(`${prefix}unacked`, 'tag-bad-body')).toBe(0);
+    expect(warnings.filter((line) => line.includes('quarantine'))).toHaveLength(2);
+  });
+
+  it('fans out over PUB/SUB on Kombu channel names', async () => {
+    const events = new Exchange('ev', { type: 'fanout' });
+    await channel.declareQueue(new Queue('ev.q1', { exchange: events, routingKey: '#' }));
+    await channel.declareQueue(new Queue('ev.q2', { exchange: events, routingKey: 'worker.#' }));
+    const got: string[] = [];
+    const c1 = await channel.consume({ queues: ['ev.q1'], noAck: true, onMessage: (d) => got.push(`q1:${d.body.toString()}:${d.deliveryInfo.routingKey}`) });
+    const c2 = await channel.consume({ queues: ['ev.q2'], noAck: true, onMessage: (d) => got.push(`q2:${d.body.toString()}`) });
+    const seen: string[] = [];
+    const spy = rawClient();
+    await spy.psubscribe(`${prefix}/0.ev/*`);
+    spy.on('pmessage', (_pattern: string, name: string) => seen.push(name));
+    await channel.publish('ev', 'worker.online', message('hello'));
+    await channel.publish('ev', 'task.multi', message('task'));
+    await waitFor(() => got.length === 3 && seen.length === 2);
+    expect(got.sort()).toEqual(['q1:hello:worker.online', 'q1:task:task.multi', 'q2:hello']);
+    expect(seen).toEqual([`${prefix}/0.ev/worker.online`, `${prefix}/0.ev/task.multi`]);
+    expect(await redis.llen(`${prefix}ev.q1`)).toBe(0);
+    await c1.cancel();
+    await c2.cancel();
+    spy.disconnect();
+  });
+
+  it('holds delayed messages in Redis and promotes them when due', async () => {
+    await channel.declareQueue(new Queue('later'));
+    await channel.publish('', 'later', message('late', { properties: { priority: 6 } }), { delay: 400 });
+    await channel.publish('', 'later', message('soon'), { delay: 100 });
+    expect(await redis.zcard(`${prefix}_kq.delayed`)).toBe(2);
+    expect(await redis.llen(`${prefix}later`)).toBe(0);
+    const got: string[] = [];
+    const consumer = await channel.consume({
+      queues: ['later'],
+      onMessage: (d) => void d.ack().then(() => got.push(d.body.toString())),
+    });
+    await waitFor(() => got.length === 2, 5000, 'delayed messages');
+    await consumer.cancel();
+    expect(got).toEqual(['soon', 'late']);
+    expect(await redis.zcard(`${prefix}_kq.delayed`)).toBe(0);
+  });
+
+  it('describes where it connects without the password', () => {
+    const described = new RedisTransport('redis://user:secret@127.0.0.1:6380/4').describe();
+    expect(described).toEqual({ transport: 'redis', hostname: '127.0.0.1', port: 6380, virtualHost: '4', userid: 'user', ssl: false });
+  });
+});

@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Connection,
+  KqError,
+  LamportClock,
+  Producer,
+  createResultBackend,
+  defaultSerializers,
+  type ResultBackend,
+} from '@kq/core';
+import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
+import { Control } from './control';
+import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
+import { Logger } from './logger';
+import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
+import { prepareTaskMessage, type TaskEmbed } from './prepare-task-message';
+import { assertTimeZone } from './protocol/index';
+import { AsyncResult, registerRpcResultBackend } from './results/index';
+import { Router } from './router';
+import { Task, type ApplyOptions, type TaskFunction, type TaskOptions } from './task';
+import { Worker, type WorkerOptions } from './worker/worker';
+
+registerRpcResultBackend();
+
+/**
+ * A Celery app for Node: configuration, the task registry, and sending. `new App('proj', { broker, backend })`,
+ * then `app.task(name, fn)` to define tasks and `app.worker()` to run them.
+ */
+export class App {
+  readonly name: string;
+  readonly conf: AppConfig;
+  /** The app's Lamport clock (events, mingle, `inspect clock`). */
+  readonly clock = new LamportClock();
+  /** This process's reply address (Celery's `thread_oid`): task `reply_to`, and the rpc:// result queue. */
+  readonly threadOid: string = randomUUID();
+  readonly tasks = new Map<string, Task<never[], unknown>>();
+  readonly router: Router;
+  readonly control: Control;
+  readonly log: Logger;
+  #connection: Connection | undefined;
+  #producer: Producer | undefined;
+  #backend: Promise<ResultBackend | null> | undefined;
+
+  constructor(name: string, config: Partial<AppConfig> = {}) {
+    this.name = name;
+    this.conf = { ...DEFAULT_CONFIG, ...stripUndefined(config) };
+    // Misconfiguration fails here, at start-up, not as every message being rejected later.
+    defaultSerializers.assertAcceptList(this.conf.acceptContent);
+    assertTimeZone(this.conf.timezone);
+    this.router = new Router(this.conf);
+    this.control = new Control(this);
+    this.log = new Logger(name);
+  }
+
+  /** Registers a task. The function receives a `TaskContext` first, then the positional args. */
+  task<A extends unknown[], R>(name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}): Task<A, R> {
+    if (this.tasks.has(name)) throw new KqError(`A task named ${JSON.stringify(name)} is already registered in app ${this.name}.`);
+    const task = new Task<A, R>(this, name, fn, options);
+    this.tasks.set(name, task as unknown as Task<never[], unknown>);
+    return task;
+  }
+
+  /**
+   * Registers a self-rescheduling periodic task (the hatchery pattern): its next run is scheduled through the
+   * broker's delayed delivery when the current one finishes, so runs never overlap and no scheduler process exists.
+   */
+  periodic<A extends unknown[], R>(name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
+    return definePeriodic(this, name, fn, options);
+  }
+
+  /** The broker connection (created on first use). */
+  get connection(): Connection {
+    this.#connection ??= new Connection(this.conf.broker, { transportOptions: this.conf.brokerTransportOptions, retryPolicy: this.conf.taskPublishRetryPolicy });
+    return this.#connection;
+  }
+
+  get producer(): Producer {
+    this.#producer ??= new Producer(this.connection, { serializer: this.conf.taskSerializer });
+    return this.#producer;
+  }
+
+  /** The result backend, or null when `backend` is not configured. */
+  backend(): Promise<ResultBackend | null> {
+    this.#backend ??= this.conf.backend
+      ? createResultBackend(this.conf.backend, {
+          ...this.conf.resultBackendTransportOptions,
+          connection: this.connection,
+          oid: this.threadOid,
+          resultExpiresMs: this.conf.resultExpires * 1000,
+          persistent: this.conf.resultPersistent,
+        })
+      : Promise.resolve(null);
+    return this.#backend;
+  }
+
+  /** A handle on the result of task `id`. */
+  async asyncResult<R = unknown>(id: string): Promise<AsyncResult<R>> {
+    return new AsyncResult<R>(id, await this.backend());
+  }
+
+  /** Sends a task by name — it need not be registered here (Celery's `send_task`). */
+  async sendTask<R = unknown>(
+    name: string,
+    args: readonly unknown[] = [],
+    kwargs: Record<string, unknown> = {},
+    options: ApplyOptions = {},
+  ): Promise<AsyncResult<R>> {
+    const id = await this.sendTaskMessage(name, [...args], { ...options, kwargs });
+    return new AsyncResult<R>(id, await this.backend());
+  }
+
+  /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
+  async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
+    const prepared = prepareTaskMessage(this, name, args, options, Date.now(), embed);
+    const { id, message, eta } = prepared;
+    const backend = await this.backend();
+    await backend?.onTaskCall?.(id);
+    const delay = eta ? eta.getTime() - Date.now() : 0;
+    // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
+    // Python one too) handles it, and a kq worker then defers it to the broker itself.
+    const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
+    await this.producer.publishMessage(message, {
+      exchange: prepared.exchange,
+      routingKey: prepared.routingKey,
+      declare: prepared.queue ? [prepared.queue] : [],
+      retry: this.conf.taskPublishRetry,
+      retryPolicy: this.conf.taskPublishRetryPolicy,
+      ...(useBrokerDelay ? { delay } : {}),
+    });
+    if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(message, prepared));
+    return id;
+  }
+
+  /**
+   * How a worker waits for ETA tasks: `broker` when configured so, or when unset and the transport can hold
+   * delayed messages; else `worker` (held in memory with the prefetch bump, as Celery does).
+   */
+  async etaStrategy(): Promise<EtaStrategy> {
+    if (this.conf.etaStrategy) return this.conf.etaStrategy;
+    const transport = await this.connection.transport();
+    return transport.capabilities.delayedDelivery ? 'broker' : 'worker';
+  }
+
+  /** A worker for this app (not started). */
+  worker(options: WorkerOptions = {}): Worker {
+    return new Worker(this, options);
+  }
+
+  async close(): Promise<void> {
+    const backend = await this.#backend?.catch(() => null);
+    await backend?.close();
+    this.#backend = undefined;
+    await this.control.close();
+    await this.#connection?.close();
+    this.#connection = undefined;
+    this.#producer = undefined;
+  }
+}
+
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,4 @@
+import { KqError } from '@kq/core';
+
+/** A beat schedule (or one of its entries) cannot be used as written; the message says which field and why. */
+export class BeatScheduleError extends KqError {}

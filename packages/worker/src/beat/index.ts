@@ -1,0 +1,25 @@
+export { Beat, type BeatEvents, type BeatOptions } from './beat';
+export type {
+  BeatLease,
+  BeatLeaseListener,
+  BeatLeaseOptions,
+  BeatLeadership,
+  CommitOutcome,
+  TickCommit,
+  TickPublication,
+} from './beat-lease';
+export { beatTaskId, deterministicTaskId } from './deterministic-id';
+export { BeatScheduleError } from './errors';
+export { MemoryBeatLease } from './memory-beat-lease';
+export { planTicks, type TickPlan } from './misfire';
+export {
+  MISFIRE_POLICIES,
+  ScheduleEntry,
+  type BeatEntryDefinition,
+  type BeatTaskOptions,
+  type EntryDefaults,
+  type MisfirePolicy,
+  type TickWindow,
+} from './schedule-entry';
+export { loadScheduleFile, parseSchedule, type BeatScheduleFile } from './schedule-file';
+export { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from '../prepare-task-message';

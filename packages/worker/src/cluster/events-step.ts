@@ -1,0 +1,71 @@
+import type { Request } from '../worker/request';
+import type { WorkerStep } from '../worker/bootstep';
+import type { Worker } from '../worker/worker';
+import { EventDispatcher } from '../events/event-dispatcher';
+import { taskEventFields, type TaskEventKind } from '../events/task-event-fields';
+import type { ClusterContext } from './cluster-context';
+
+/** Publish failures are logged at most this often (the broker may be down for a while). */
+const ERROR_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Celery's `Events` consumer step: the worker's event dispatcher (hostname = node name, the app clock, the app's
+ * event exchange), and the worker's task lifecycle forwarded as `task-*` events. Without task events (`-E`) only the
+ * `worker` group is sent, as Celery does.
+ */
+export class EventsStep implements WorkerStep {
+  readonly name = 'Events';
+  readonly #context: ClusterContext;
+  #worker: Worker | undefined;
+  #lastErrorLog = 0;
+  #suppressed = 0;
+
+  constructor(context: ClusterContext) {
+    this.#context = context;
+  }
+
+  async start(worker: Worker): Promise<void> {
+    if (!this.#context.owns(worker)) return;
+    const { app } = worker;
+    const taskEvents = this.#context.options.taskEvents ?? app.conf.workerSendTaskEvents;
+    this.#context.dispatcher = new EventDispatcher(app.connection, {
+      hostname: worker.hostname,
+      clock: app.clock,
+      exchange: app.conf.eventExchange,
+      groups: taskEvents ? [] : ['worker'],
+      onError: (error) => this.#logError(worker, error),
+    });
+    this.#worker = worker;
+    worker.on('task', this.#forward);
+  }
+
+  async stop(worker: Worker): Promise<void> {
+    if (this.#worker !== worker) return;
+    worker.off('task', this.#forward);
+    this.#worker = undefined;
+    await this.#context.dispatcher?.close(2000);
+  }
+
+  readonly #forward = (kind: TaskEventKind, request: Request, details: Record<string, unknown>): void => {
+    const dispatcher = this.#context.dispatcher;
+    const type = `task-${kind}`;
+    if (!dispatcher?.accepts(type)) return;
+    try {
+      dispatcher.send(type, taskEventFields(kind, request, details));
+    } catch (error) {
+      if (this.#worker) this.#logError(this.#worker, error instanceof Error ? error : new Error(String(error)));
+    }
+  };
+
+  #logError(worker: Worker, error: Error): void {
+    const now = Date.now();
+    if (now - this.#lastErrorLog < ERROR_LOG_INTERVAL_MS) {
+      this.#suppressed++;
+      return;
+    }
+    const more = this.#suppressed > 0 ? ` (${this.#suppressed} more since the last report)` : '';
+    this.#lastErrorLog = now;
+    this.#suppressed = 0;
+    worker.log.warning(`events: ${error.message}${more}`);
+  }
+}

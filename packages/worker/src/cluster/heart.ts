@@ -1,0 +1,63 @@
+import type { WorkerStep } from '../worker/bootstep';
+import type { Worker } from '../worker/worker';
+import { SOFTWARE_INFO, loadAverage } from '../events/software-info';
+import type { ClusterContext } from './cluster-context';
+
+/** Celery's default heartbeat interval, seconds. */
+export const DEFAULT_HEARTBEAT_INTERVAL = 2.0;
+
+/**
+ * Celery's `Heart`: `worker-online` once the worker is ready, `worker-heartbeat` every interval (2 s), and
+ * `worker-offline` on stop — each with `freq, active, processed, loadavg` and the software info. Monitors and
+ * other workers' Gossip decide who is alive from these (`now < last heartbeat + 2 × freq`).
+ */
+export class HeartStep implements WorkerStep {
+  readonly name = 'Heart';
+  readonly #context: ClusterContext;
+  #timer: NodeJS.Timeout | undefined;
+  #online = false;
+  #onReady: (() => void) | undefined;
+
+  constructor(context: ClusterContext) {
+    this.#context = context;
+  }
+
+  get interval(): number {
+    return this.#context.options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
+  }
+
+  async start(worker: Worker): Promise<void> {
+    if (!this.#context.owns(worker) || this.#context.options.heartbeat === false) return;
+    // Online only once the worker consumes and answers remote control, so whoever reacts to it finds it listening.
+    this.#onReady = () => {
+      this.#onReady = undefined;
+      this.#send(worker, 'worker-online');
+      this.#online = true;
+      this.#timer = setInterval(() => this.#send(worker, 'worker-heartbeat'), this.interval * 1000);
+      this.#timer.unref();
+    };
+    worker.once('ready', this.#onReady);
+  }
+
+  async stop(worker: Worker): Promise<void> {
+    if (this.#onReady) worker.off('ready', this.#onReady);
+    this.#onReady = undefined;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    if (this.#online) {
+      this.#online = false;
+      this.#send(worker, 'worker-offline');
+      await this.#context.dispatcher?.flush(2000);
+    }
+  }
+
+  #send(worker: Worker, type: string): void {
+    this.#context.dispatcher?.send(type, {
+      freq: this.interval,
+      active: worker.state.active.size,
+      processed: worker.state.processed,
+      loadavg: loadAverage(),
+      ...SOFTWARE_INFO,
+    });
+  }
+}

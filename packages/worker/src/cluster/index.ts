@@ -1,0 +1,16 @@
+// A worker in a Celery fleet: event steps, Mingle, Gossip, heartbeats, the state file and the remote-control commands.
+export { clusterSteps, isClusterStep, withClusterSteps, ClusterBindingStep } from './cluster-steps';
+export { ClusterContext, clusterOf } from './cluster-context';
+export { WORKER_CLUSTER_FLAGS, clusterOptionsFromFlags, type ClusterOptions, type WorkerClusterFlagValues } from './cluster-options';
+export { EventsStep } from './events-step';
+export { HeartStep, DEFAULT_HEARTBEAT_INTERVAL } from './heart';
+export { MingleStep, mingle, syncWithNode, type MingleReply } from './mingle';
+export { Gossip, GossipStep, DEFAULT_GOSSIP_INTERVAL, type ElectionHandler, type GossipEvents, type GossipOptions } from './gossip';
+export { heapPush, type ElectionEntry } from './election-heap';
+export { StateDb, StateDbStep, parseStateFile, type StateFile } from './state-db';
+export { RemoteControlStep, remoteControlCommands } from './remote-control';
+export { queueControlOf, type TaskQueueControl } from './queue-control';
+export { exchangeAsDict, queueAsDict } from './queue-as-dict';
+export { DEFAULT_TASK_INFO_ITEMS, registeredTasks, type TaskOverrides } from './registered-tasks';
+export { workerStats, poolInfo, brokerInfo, rusage } from './worker-stats';
+export { confTable, bugReport, maskUrl } from './worker-conf';

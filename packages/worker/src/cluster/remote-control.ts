@@ -1,0 +1,281 @@
+import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, type MailboxHandler } from '@kq/core';
+import { SOFTWARE_INFO } from '../events/software-info';
+import { formatIsoDate } from '../protocol/index';
+import { parseRateLimit } from '../rate-limit';
+import type { WorkerStep } from '../worker/bootstep';
+import type { Request } from '../worker/request';
+import { controlCommands } from '../worker/control-commands';
+import type { Worker } from '../worker/worker';
+import type { ClusterContext } from './cluster-context';
+import { queueAsDict } from './queue-as-dict';
+import { queueControlOf } from './queue-control';
+import { registeredTasks } from './registered-tasks';
+import { signalName, signalNumber } from './signal-number';
+import { bugReport, confTable } from './worker-conf';
+import { workerStats } from './worker-stats';
+
+type Handler = (args: Record<string, unknown>) => unknown;
+
+const ok = (value: unknown): { ok: unknown } => ({ ok: value });
+const nok = (value: unknown): { error: unknown } => ({ error: value });
+
+/**
+ * Every remote-control command a Celery worker answers (WIRE.md §4.5), with Celery's argument and reply shapes, for
+ * a kq worker: `celery inspect` / `celery control`, Flower and `kq inspect` / `kq control` all work against it.
+ * Arguments come from other processes: task ids may be one string or a list, missing keys take Celery's defaults,
+ * and a handler that fails replies `{error: "<Python-style repr>"}` rather than breaking the worker.
+ *
+ * `pool_grow`, `pool_shrink` and `autoscale` belong to the pool and are not defined here.
+ */
+export function remoteControlCommands(worker: Worker, context: ClusterContext): Record<string, MailboxHandler> {
+  const { app, state } = worker;
+
+  const revoke: Handler = (args) => {
+    const ids = uniqueIds(args['task_id']);
+    for (const id of ids) state.revoked.add(id);
+    if (args['terminate']) {
+      const signum = signalNumber(args['signal'] ?? 'SIGTERM');
+      const terminated: string[] = [];
+      for (const id of ids) {
+        const request = findRequest(worker, id);
+        if (!request) continue;
+        terminated.push(id);
+        worker.log.info(`Terminating ${id} (${signalName(signum)})`);
+        // A running task's signal is aborted; one not started yet is skipped as revoked when its turn comes.
+        if (state.active.get(id) === request) request.terminate(`revoked with terminate (${signalName(signum)})`);
+      }
+      return ok(terminated.length === 0 ? 'terminate: tasks unknown' : `terminate: ${terminated.join(', ')}`);
+    }
+    const joined = ids.join(', ');
+    worker.log.info(`Tasks flagged as revoked: ${joined}`);
+    return ok(`tasks ${joined} flagged as revoked`);
+  };
+
+  const active: Handler = (args) => [...state.active.values()].map((request) => request.info(args['safe'] === true));
+  const reserved: Handler = () => reservedRequests(worker).map((request) => request.info());
+  const scheduled: Handler = () =>
+    worker.scheduled().map(({ eta, request }) => ({ eta: formatIsoDate(eta), priority: 6, request: request.info() }));
+  const revoked: Handler = () => [...state.revoked];
+  const registered: Handler = (args) =>
+    registeredTasks(app.tasks, { taskinfoitems: args['taskinfoitems'], builtins: args['builtins'], overrides: context.overrides });
+  const conf: Handler = (args) => confTable(app.conf, args['with_defaults'] === true || args['with_defaults'] === 'true');
+
+  const commands: Record<string, Handler> = {
+    ping: () => ok('pong'),
+
+    hello: (args) => {
+      const from = args['from_node'];
+      if (from === worker.hostname) return null;
+      worker.log.info(`sync with ${String(from)}`);
+      const theirs = args['revoked'];
+      if (theirs && typeof theirs === 'object' && !Array.isArray(theirs)) {
+        try {
+          state.revoked.update(theirs as Record<string, unknown>);
+        } catch (error) {
+          // Python raises ValueError for a bad timestamp: answer the same error, with Python's message.
+          const message = (error instanceof Error ? error.message : String(error)).replace(/ \(LimitedSet wire entry[\s\S]*$/, '');
+          return nok(pythonExceptionRepr('ValueError', message));
+        }
+      }
+      state.revoked.purge(); // do not hand expired ids to the other worker
+      return { revoked: state.revoked.toWire(), clock: app.clock.forward() };
+    },
+
+    stats: async () => workerStats(worker, await app.connection.transport()),
+    active,
+    dump_active: active,
+    reserved,
+    dump_reserved: reserved,
+    scheduled,
+    dump_schedule: scheduled,
+    revoked,
+    dump_revoked: revoked,
+    registered,
+    dump_tasks: registered,
+    conf,
+    dump_conf: conf,
+
+    query_task: (args) => {
+      const result: Record<string, unknown> = {};
+      for (const id of uniqueIds(args['ids'] ?? args['task_id'])) {
+        const request = findRequest(worker, id);
+        if (!request) continue;
+        result[id] = [state.active.get(id) === request ? 'active' : 'reserved', request.info()];
+      }
+      return result;
+    },
+
+    revoke,
+    terminate: (args) => revoke({ ...args, terminate: true }),
+
+    rate_limit: (args) => {
+      const name = String(args['task_name'] ?? '');
+      const rate = args['rate_limit'] as string | number | null | undefined;
+      try {
+        parseRateLimit(rate ?? null);
+      } catch (error) {
+        return nok(`Invalid rate limit string: ${pythonExceptionRepr('ValueError', error instanceof Error ? error.message : String(error))}`);
+      }
+      if (!app.tasks.has(name)) {
+        worker.log.error(`Rate limit attempt for unknown task ${name}`);
+        return nok('unknown task');
+      }
+      worker.setRateLimit(name, rate ?? null);
+      context.overridesOf(name).rateLimit = rate || null;
+      if (!rate) {
+        worker.log.info(`Rate limits disabled for tasks of type ${name}`);
+        return ok('rate limit disabled successfully');
+      }
+      worker.log.info(`New rate limit for tasks of type ${name}: ${String(rate)}.`);
+      return ok('new rate limit set successfully');
+    },
+
+    time_limit: (args) => {
+      const name = String(args['task_name'] ?? '');
+      if (!app.tasks.has(name)) {
+        worker.log.error(`Change time limit attempt for unknown task ${name}`);
+        return nok('unknown task');
+      }
+      const soft = optionalSeconds(args['soft']);
+      const hard = optionalSeconds(args['hard']);
+      worker.setTimeLimits(name, soft, hard);
+      Object.assign(context.overridesOf(name), { softTimeLimit: soft, timeLimit: hard });
+      worker.log.info(`New time limits for tasks of type ${name}: soft=${soft ?? 'None'} hard=${hard ?? 'None'}`);
+      return ok('time limits set successfully');
+    },
+
+    clock: () => ({ clock: app.clock.value }),
+
+    heartbeat: () => {
+      worker.log.debug('Heartbeat requested by remote.');
+      context.dispatcher?.send('worker-heartbeat', { freq: 5, ...SOFTWARE_INFO });
+      return null;
+    },
+
+    enable_events: () => {
+      const dispatcher = context.dispatcher;
+      if (!dispatcher) return nok('event dispatcher unavailable');
+      // Celery's logic, quirks included: an empty group set already means "everything".
+      if (dispatcher.groups.size > 0 && !dispatcher.groups.has('task')) {
+        dispatcher.groups.add('task');
+        worker.log.info('Events of group {task} enabled by remote.');
+        return ok('task events enabled');
+      }
+      return ok('task events already enabled');
+    },
+
+    disable_events: () => {
+      const dispatcher = context.dispatcher;
+      if (!dispatcher) return nok('event dispatcher unavailable');
+      if (dispatcher.groups.has('task')) {
+        dispatcher.groups.delete('task');
+        worker.log.info('Events of group {task} disabled by remote.');
+        return ok('task events disabled');
+      }
+      return ok('task events already disabled');
+    },
+
+    add_consumer: async (args) => {
+      const name = args['queue'];
+      if (typeof name !== 'string' || name === '') return nok('add_consumer needs a queue name');
+      const control = queueControlOf(worker);
+      if (!control) return nok('this worker cannot change its queues while running');
+      const queue = taskQueue(worker, name, args);
+      if (await control.addQueue(queue)) worker.log.info(`Started consuming from ${name}`);
+      return ok(`add consumer ${name}`);
+    },
+
+    cancel_consumer: async (args) => {
+      const name = String(args['queue'] ?? '');
+      const control = queueControlOf(worker);
+      if (!control) return nok('this worker cannot change its queues while running');
+      worker.log.info(`Canceling queue ${name}`);
+      await control.cancelQueue(name);
+      return ok(`no longer consuming from ${name}`);
+    },
+
+    active_queues: () => worker.queues.map(queueAsDict),
+
+    election: (args) => {
+      const { id, topic, action } = args;
+      if (typeof id === 'string' && typeof topic === 'string') context.gossip?.election(id, topic, action ?? null);
+      return null;
+    },
+
+    shutdown: (args) => {
+      worker.log.warning(typeof args['msg'] === 'string' ? args['msg'] : 'Got shutdown from remote');
+      void worker.stop();
+      return NO_REPLY;
+    },
+
+    report: async () => ok(bugReport(app.conf, (await app.connection.transport()).name)),
+  };
+
+  // Celery's Pidbox forwards the app clock on every control message before handling it (WIRE.md §7.3). The worker's
+  // own commands this set does not replace (the pool's) are wrapped too, so every command counts.
+  const wrapped: Record<string, MailboxHandler> = {};
+  const all: Record<string, MailboxHandler> = { ...controlCommands(worker), ...commands };
+  for (const [name, handler] of Object.entries(all)) {
+    wrapped[name] = (args, context) => {
+      app.clock.forward();
+      return handler(args ?? {}, context);
+    };
+  }
+  return wrapped;
+}
+
+/** The remote-control commands as a worker step (no start-up work of its own). */
+export class RemoteControlStep implements WorkerStep {
+  readonly name = 'Remote control';
+  readonly #context: ClusterContext;
+
+  constructor(context: ClusterContext) {
+    this.#context = context;
+  }
+
+  async start(): Promise<void> {}
+
+  async stop(): Promise<void> {}
+
+  commands(worker: Worker): Record<string, MailboxHandler> {
+    return this.#context.owns(worker) ? remoteControlCommands(worker, this.#context) : {};
+  }
+}
+
+/** Task ids from a `task_id`/`ids` argument: one string or a list; duplicates dropped, order kept. */
+function uniqueIds(value: unknown): string[] {
+  const list = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
+  return [...new Set(list.filter((id): id is string => typeof id === 'string' && id !== ''))];
+}
+
+/** The request for a task id this worker holds (running, reserved or waiting for its ETA). */
+function findRequest(worker: Worker, id: string): Request | undefined {
+  const running = worker.state.active.get(id);
+  if (running) return running;
+  for (const request of worker.state.reserved) if (request.id === id) return request;
+  return undefined;
+}
+
+/** Reserved but neither running nor held for an ETA (Celery's reserved minus active; ETA tasks are `scheduled`). */
+function reservedRequests(worker: Worker): Request[] {
+  const held = new Set(worker.scheduled().map(({ request }) => request));
+  return [...worker.state.reserved].filter((request) => !worker.state.active.has(request.id) && !held.has(request));
+}
+
+/** The queue `add_consumer` names: a configured/known one, or Celery's `Queue(name, Exchange(exchange, type), key)`. */
+function taskQueue(worker: Worker, name: string, args: Record<string, unknown>): Queue {
+  const exchange = typeof args['exchange'] === 'string' ? args['exchange'] : null;
+  const type = typeof args['exchange_type'] === 'string' ? args['exchange_type'] : 'direct';
+  const routingKey = typeof args['routing_key'] === 'string' ? args['routing_key'] : null;
+  if (exchange === null && routingKey === null && type === 'direct') return worker.app.router.queue(name);
+  if (type !== 'direct' && type !== 'topic' && type !== 'fanout' && type !== 'headers') {
+    throw new TypeError(`unknown exchange type ${JSON.stringify(type)}`);
+  }
+  return new Queue(name, { exchange: new Exchange(exchange ?? name, { type }), routingKey: routingKey ?? name });
+}
+
+function optionalSeconds(value: unknown): number | null {
+  if (value === null || value === undefined || value === '') return null;
+  const seconds = Number(value);
+  return Number.isFinite(seconds) ? seconds : null;
+}

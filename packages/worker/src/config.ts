@@ -1,0 +1,134 @@
+import type { Queue, RetryPolicy } from '@kq/core';
+
+/** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */
+export interface Route {
+  queue?: string;
+  exchange?: string;
+  exchangeType?: 'direct' | 'topic' | 'fanout';
+  routingKey?: string;
+  priority?: number;
+}
+
+/** Celery's `task_routes`: task-name glob → route, or a function returning a route (or undefined to fall through). */
+export type TaskRoutes =
+  | Record<string, Route | string>
+  | ((name: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>) => Route | string | undefined);
+
+/** How ETA/countdown tasks wait: in the broker (delayed delivery) or held by the worker (Celery's way). */
+export type EtaStrategy = 'broker' | 'worker';
+
+/**
+ * App configuration: Celery's setting names in camelCase (`task_acks_late` → `taskAcksLate`), same defaults.
+ * Durations are in seconds where Celery's are, so settings copy across unchanged.
+ */
+export interface AppConfig {
+  /** `broker_url`. Default `memory://`. */
+  broker: string;
+  /** `result_backend`: `redis://…`, `rpc://`, `memory://`, or null for none. */
+  backend: string | null;
+  brokerTransportOptions: Record<string, unknown>;
+  resultBackendTransportOptions: Record<string, unknown>;
+  taskDefaultQueue: string;
+  /** null ⇒ the queue name. */
+  taskDefaultExchange: string | null;
+  taskDefaultExchangeType: 'direct' | 'topic' | 'fanout';
+  /** null ⇒ the queue name. */
+  taskDefaultRoutingKey: string | null;
+  taskDefaultDeliveryMode: 1 | 2;
+  taskDefaultPriority: number | null;
+  /** `x-max-priority` for queues kq creates (RabbitMQ). */
+  taskQueueMaxPriority: number | null;
+  /** Extra queues, declared by workers that consume them. */
+  taskQueues: readonly Queue[];
+  taskRoutes: TaskRoutes | null;
+  taskCreateMissingQueues: boolean;
+  taskSerializer: string;
+  resultSerializer: string;
+  acceptContent: readonly string[];
+  taskCompression: string | null;
+  taskProtocol: 2;
+  taskPublishRetry: boolean;
+  taskPublishRetryPolicy: RetryPolicy;
+  taskAcksLate: boolean;
+  taskAcksOnFailureOrTimeout: boolean;
+  taskRejectOnWorkerLost: boolean;
+  taskIgnoreResult: boolean;
+  taskTrackStarted: boolean;
+  taskStoreErrorsEvenIfIgnored: boolean;
+  /** Hard limit, seconds. */
+  taskTimeLimit: number | null;
+  /** Soft limit, seconds. */
+  taskSoftTimeLimit: number | null;
+  taskDefaultRateLimit: string | number | null;
+  taskSendSentEvent: boolean;
+  /** Seconds; 0 = never expire. */
+  resultExpires: number;
+  resultExtended: boolean;
+  resultPersistent: boolean;
+  workerPrefetchMultiplier: number;
+  workerConcurrency: number;
+  workerSendTaskEvents: boolean;
+  /**
+   * Redeliveries of one message (a crashed worker, a lost connection, a shutdown that gave it back) before kq fails
+   * it with WorkerLostError instead of running it again: a task that kills its worker must not loop forever.
+   */
+  workerMaxRedeliveries: number;
+  /** Seconds a warm shutdown waits for running tasks before requeueing them. */
+  workerShutdownTimeout: number;
+  /**
+   * Where ETA/countdown tasks wait. Unset: senders publish them at once (any worker, Python too, can take them) and a
+   * kq worker defers them to the broker's delayed delivery when the transport has it, else holds them. `broker`:
+   * senders also publish with the broker's delay (on Redis a kq process must be running to promote them). `worker`:
+   * always held in the worker, as Celery does.
+   */
+  etaStrategy: EtaStrategy | null;
+  timezone: string;
+  controlExchange: string;
+  eventExchange: string;
+}
+
+export const DEFAULT_CONFIG: Readonly<AppConfig> = {
+  broker: 'memory://',
+  backend: null,
+  brokerTransportOptions: {},
+  resultBackendTransportOptions: {},
+  taskDefaultQueue: 'celery',
+  taskDefaultExchange: null,
+  taskDefaultExchangeType: 'direct',
+  taskDefaultRoutingKey: null,
+  taskDefaultDeliveryMode: 2,
+  taskDefaultPriority: null,
+  taskQueueMaxPriority: null,
+  taskQueues: [],
+  taskRoutes: null,
+  taskCreateMissingQueues: true,
+  taskSerializer: 'json',
+  resultSerializer: 'json',
+  acceptContent: ['json'],
+  taskCompression: null,
+  taskProtocol: 2,
+  taskPublishRetry: true,
+  taskPublishRetryPolicy: { maxRetries: 3, intervalStart: 0, intervalStep: 200, intervalMax: 1000 },
+  taskAcksLate: false,
+  taskAcksOnFailureOrTimeout: true,
+  taskRejectOnWorkerLost: false,
+  taskIgnoreResult: false,
+  taskTrackStarted: false,
+  taskStoreErrorsEvenIfIgnored: false,
+  taskTimeLimit: null,
+  taskSoftTimeLimit: null,
+  taskDefaultRateLimit: null,
+  taskSendSentEvent: false,
+  resultExpires: 86_400,
+  resultExtended: false,
+  resultPersistent: false,
+  workerPrefetchMultiplier: 4,
+  workerConcurrency: 10,
+  workerSendTaskEvents: false,
+  workerMaxRedeliveries: 10,
+  workerShutdownTimeout: 30,
+  etaStrategy: null,
+  timezone: 'UTC',
+  controlExchange: 'celery',
+  eventExchange: 'celeryev',
+};

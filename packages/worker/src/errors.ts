@@ -1,0 +1,64 @@
+import { KqError } from '@kq/core';
+
+/** A task message that cannot be run as sent: bad body shape, missing headers, unparseable ETA. */
+export class InvalidTaskError extends KqError {}
+
+/** A message named a task this worker does not have. */
+export class NotRegistered extends KqError {
+  constructor(readonly taskName: string) {
+    super(`Received unregistered task of type ${JSON.stringify(taskName)}. Register it with app.task(${JSON.stringify(taskName)}, fn) on the worker, or route it to a worker that has it.`);
+  }
+}
+
+/** Thrown by `ctx.retry()`: the task was re-sent to run again later. Let it propagate. */
+export class Retry extends KqError {
+  constructor(
+    message: string,
+    /** The error that caused the retry, stored with the RETRY state. */
+    readonly exc?: unknown,
+    readonly when?: Date,
+  ) {
+    super(message, exc === undefined ? undefined : { cause: exc });
+  }
+}
+
+/** Throw from a task to reject its message (requeue it or drop/dead-letter it) instead of storing a result. */
+export class Reject extends KqError {
+  constructor(
+    readonly reason = 'rejected by task',
+    readonly requeue = false,
+  ) {
+    super(reason);
+  }
+}
+
+/** Throw from a task to acknowledge its message without storing any state. */
+export class Ignore extends KqError {}
+
+/** `ctx.retry()` was called more than `maxRetries` times. */
+export class MaxRetriesExceededError extends KqError {}
+
+/** The soft time limit passed: the task's AbortSignal was aborted with this reason. */
+export class SoftTimeLimitExceeded extends KqError {}
+
+/** The hard time limit passed: the task was abandoned and failed. */
+export class TimeLimitExceeded extends KqError {}
+
+/** The process running the task died (or the task crashed its worker repeatedly). */
+export class WorkerLostError extends KqError {}
+
+/** The task was revoked (or expired) before or while it ran. */
+export class TaskRevokedError extends KqError {}
+
+/** The task failed remotely; `AsyncResult.get()` raises this with the remote exception's type and message. */
+export class TaskFailedError extends KqError {
+  constructor(
+    readonly taskId: string,
+    readonly excType: string,
+    readonly excMessage: unknown[],
+    readonly excModule: string,
+    readonly remoteTraceback: string | null,
+  ) {
+    super(`Task ${taskId} failed: ${excType}(${excMessage.map((part) => JSON.stringify(part)).join(', ')})`);
+  }
+}

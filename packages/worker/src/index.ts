@@ -1,0 +1,27 @@
+// @kq/worker — Celery for Node.
+export { App } from './app';
+export { DEFAULT_CONFIG, type AppConfig, type EtaStrategy, type Route, type TaskRoutes } from './config';
+export { Control, type RevokeOptions } from './control';
+export * from './errors';
+export { Logger, parseLogLevel, type LogLevel, type LogRecord, type LogSink } from './logger';
+export * from './protocol/index';
+export * from './results/index';
+export { Router, type ResolvedRoute } from './router';
+export { Signature, type SignatureOptions } from './signature';
+export { Task, type ApplyOptions, type TaskFunction, type TaskOptions } from './task';
+export { TaskContext, type RetryOptions, type TaskRequest } from './task-context';
+export { parseRateLimit, TokenBucket } from './rate-limit';
+export { backoffCountdown } from './retry-backoff';
+export { REDELIVERIES_HEADER, Worker, type WorkerEvents, type WorkerOptions } from './worker/worker';
+export { Request, type RequestInfo } from './worker/request';
+export { AsyncPool } from './pool/async-pool';
+export { ChildPool, type ChildPoolOptions } from './pool/child-pool';
+export { Autoscaler, type AutoscaleOptions, type AutoscalerInfo } from './pool/autoscaler';
+export { POOL_CHILD_ENV } from './pool/child-protocol';
+export type { Pool, PoolJob, PoolKind, SchedulingStrategy } from './pool/pool';
+export { WorkerState } from './worker/worker-state';
+export type { WorkerStep } from './worker/bootstep';
+export * from './events/index';
+export * from './cluster/index';
+export * from './beat/index';
+export * from './periodic/index';

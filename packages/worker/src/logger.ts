@@ -1,0 +1,73 @@
+export type LogLevel = 'debug' | 'info' | 'warning' | 'error' | 'critical';
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warning: 30, error: 40, critical: 50 };
+const COLOURS: Record<LogLevel, string> = { debug: '\x1b[34m', info: '\x1b[32m', warning: '\x1b[33m', error: '\x1b[31m', critical: '\x1b[35m' };
+
+export interface LogRecord {
+  level: LogLevel;
+  logger: string;
+  message: string;
+  time: Date;
+}
+
+export type LogSink = (record: LogRecord) => void;
+
+/** The worker's logger: Celery-like lines (`[time: LEVEL/name] message`), colour on a TTY, pluggable sink. */
+export class Logger {
+  readonly name: string;
+  level: LogLevel;
+  readonly #sink: LogSink;
+
+  constructor(name: string, options: { level?: LogLevel; sink?: LogSink } = {}) {
+    this.name = name;
+    this.level = options.level ?? 'info';
+    this.#sink = options.sink ?? consoleSink;
+  }
+
+  child(name: string): Logger {
+    return new Logger(name, { level: this.level, sink: this.#sink });
+  }
+
+  enabled(level: LogLevel): boolean {
+    return LEVELS[level] >= LEVELS[this.level];
+  }
+
+  debug(message: string): void {
+    this.log('debug', message);
+  }
+
+  info(message: string): void {
+    this.log('info', message);
+  }
+
+  warning(message: string): void {
+    this.log('warning', message);
+  }
+
+  error(message: string): void {
+    this.log('error', message);
+  }
+
+  critical(message: string): void {
+    this.log('critical', message);
+  }
+
+  log(level: LogLevel, message: string): void {
+    if (this.enabled(level)) this.#sink({ level, logger: this.name, message, time: new Date() });
+  }
+}
+
+export function parseLogLevel(value: string | undefined): LogLevel {
+  const level = (value ?? 'info').toLowerCase();
+  if (level === 'warn') return 'warning';
+  if (level === 'fatal') return 'critical';
+  if (level in LEVELS) return level as LogLevel;
+  throw new Error(`Unknown log level ${JSON.stringify(value)}: use debug, info, warning, error or critical.`);
+}
+
+const consoleSink: LogSink = (record) => {
+  const colour = process.stderr.isTTY && !process.env['NO_COLOR'];
+  const level = record.level.toUpperCase();
+  const head = `[${record.time.toISOString().replace('T', ' ').slice(0, 23)}: ${colour ? COLOURS[record.level] + level + '\x1b[0m' : level}/${record.logger}]`;
+  process.stderr.write(`${head} ${record.message}\n`);
+};

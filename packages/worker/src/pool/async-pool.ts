@@ -1,0 +1,88 @@
+import type { TaskContext } from '../task-context';
+import type { Pool, PoolJob } from './pool';
+
+/**
+ * Runs task functions on the event loop, at most `limit` at a time, oldest first. Nothing is written to a busy
+ * slot, so a short task never waits behind a long one while a slot is free (Celery's `fair` strategy).
+ */
+export class AsyncPool implements Pool {
+  readonly name = 'async';
+  #limit: number;
+  #active = 0;
+  readonly #waiting: PoolJob[] = [];
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(limit: number) {
+    this.#limit = Math.max(1, Math.trunc(limit));
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  get active(): number {
+    return this.#active;
+  }
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  async start(): Promise<void> {
+    // Nothing to spawn: tasks run on this event loop.
+  }
+
+  apply(job: PoolJob): void {
+    this.#waiting.push(job);
+    this.#pump();
+  }
+
+  /**
+   * Calls the task function on the event loop; it sees cancellation through `context.signal`. An async function
+   * cannot be killed: on a kill the worker stops waiting for it and frees the slot.
+   */
+  run(context: TaskContext): Promise<unknown> {
+    const fn = context.task.fn as (ctx: TaskContext, ...args: unknown[]) => unknown;
+    return Promise.resolve().then(() => fn(context, ...context.request.args));
+  }
+
+  grow(n: number): void {
+    this.#limit += Math.max(0, Math.trunc(n));
+    this.#pump();
+  }
+
+  shrink(n: number): void {
+    this.#limit = Math.max(1, this.#limit - Math.max(0, Math.trunc(n)));
+  }
+
+  drained(): Promise<void> {
+    if (this.#active === 0 && this.#waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.#waiting.length = 0;
+  }
+
+  async terminate(): Promise<void> {
+    // An async function cannot be killed; running ones were aborted through their signal.
+  }
+
+  #pump(): void {
+    while (this.#active < this.#limit && this.#waiting.length > 0) {
+      const job = this.#waiting.shift() as PoolJob;
+      this.#active++;
+      void job()
+        .catch(() => undefined)
+        .finally(() => {
+          this.#active--;
+          this.#pump();
+          if (this.#active === 0 && this.#waiting.length === 0) {
+            const waiters = this.#idleWaiters;
+            this.#idleWaiters = [];
+            for (const resolve of waiters) resolve();
+          }
+        });
+    }
+  }
+}

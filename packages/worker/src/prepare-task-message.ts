@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { Exchange, OutgoingMessage, Queue } from '@kq/core';
+import type { App } from './app';
+import { anonNodename, encodeTaskMessage, parseIsoDate, type SignatureJson } from './protocol/index';
+import type { Signature } from './signature';
+import type { ApplyOptions } from './task';
+
+/** A Celery task message ready to publish, with where it goes. */
+export interface PreparedTaskMessage {
+  readonly id: string;
+  readonly message: OutgoingMessage;
+  readonly exchange: Exchange;
+  readonly routingKey: string;
+  /** The queue to declare before publishing (Celery's maybe_declare), when the route names one. */
+  readonly queue: Queue | null;
+  /** When the message is due (its `eta`), or null to run at once. */
+  readonly eta: Date | null;
+}
+
+/** Callbacks, errbacks and chord carried over verbatim from a message being retried. */
+export interface TaskEmbed {
+  callbacks?: SignatureJson[] | null;
+  errbacks?: SignatureJson[] | null;
+  chord?: SignatureJson | null;
+}
+
+/**
+ * Builds the message `app.sendTaskMessage` publishes — routing, protocol v2 encoding, Celery's defaults — without
+ * publishing it, so beat can hand it to a broker-side commit that records state and publishes atomically, and
+ * periodic tasks can publish it with the broker's delay.
+ */
+export function prepareTaskMessage(
+  app: App,
+  name: string,
+  args: readonly unknown[],
+  options: ApplyOptions = {},
+  nowMs: number = Date.now(),
+  embed: TaskEmbed = {},
+): PreparedTaskMessage {
+  const id = options.taskId ?? randomUUID();
+  const kwargs = options.kwargs ?? {};
+  const route = app.router.route(name, args, kwargs, {
+    queue: options.queue,
+    exchange: options.exchange,
+    routingKey: options.routingKey,
+    priority: options.priority,
+  });
+  const toDate = (value: Date | string): Date => (value instanceof Date ? value : parseIsoDate(value, app.conf.timezone));
+  const eta = options.eta !== undefined ? toDate(options.eta) : options.countdown !== undefined ? new Date(nowMs + options.countdown * 1000) : null;
+  const expires =
+    options.expires === undefined ? null : typeof options.expires === 'number' ? new Date(nowMs + options.expires * 1000) : toDate(options.expires);
+  const compression = options.compression ?? app.conf.taskCompression;
+  const message = encodeTaskMessage(
+    {
+      id,
+      name,
+      args: [...args],
+      kwargs,
+      eta,
+      expires,
+      retries: options.retries ?? 0,
+      timeLimit: options.timeLimit ?? null,
+      softTimeLimit: options.softTimeLimit ?? null,
+      rootId: options.rootId ?? id,
+      parentId: options.parentId ?? null,
+      group: options.groupId ?? null,
+      groupIndex: options.groupIndex ?? null,
+      shadow: options.shadow ?? null,
+      ignoreResult: options.ignoreResult ?? false,
+      callbacks: embed.callbacks ?? signaturesJson(options.link),
+      errbacks: embed.errbacks ?? signaturesJson(options.linkError),
+      chain: options.chain ? [...options.chain] : null,
+      chord: embed.chord ?? null,
+      headers: options.headers ?? {},
+      replyTo: options.replyTo ?? app.threadOid,
+      ...(route.priority === undefined ? {} : { priority: route.priority }),
+    },
+    {
+      serializer: options.serializer ?? app.conf.taskSerializer,
+      ...(compression ? { compression } : {}),
+      deliveryMode: app.conf.taskDefaultDeliveryMode,
+      origin: anonNodename(),
+      now: new Date(nowMs),
+    },
+  );
+  return { id, message, exchange: route.exchange, routingKey: route.routingKey, queue: route.queue, eta };
+}
+
+function signaturesJson(value: Signature | readonly Signature[] | undefined): SignatureJson[] | null {
+  if (value === undefined) return null;
+  const list = Array.isArray(value) ? (value as readonly Signature[]) : [value as Signature];
+  return list.map((signature) => signature.toJSON());
+}

@@ -1,0 +1,209 @@
+import { ContentDisallowed, DecodeError, defaultSerializers, KqError } from '@kq/core';
+import { InvalidTaskError } from '../errors';
+import { parseIsoDate } from './iso-time';
+import { describeValue, isPlainRecord, MessageFields, setOwn } from './message-fields';
+import { PROTOCOL_HEADER_KEYS } from './protocol-headers';
+import type { DecodeTaskOptions, EncodedTaskMessage, TaskMessage } from './task-message-types';
+import { defaultArgsrepr, defaultKwargsrepr } from './task-repr';
+
+/**
+ * Decodes v2 (task header present) or v1 (body dict with `task`) — including Celery's "hybrid" bodies — into a
+ * TaskMessage. Throws ContentDisallowed (from core) for content outside `accept`, DecodeError for a body that cannot
+ * be deserialized, and InvalidTaskError for everything malformed: a v2 body that is not a 3-element array
+ * [args(list), kwargs(object), embed(object|null)], missing id/task, non-string task name, unparseable eta/expires,
+ * wrong-typed retries/timelimit, etc. Nothing else escapes.
+ */
+export function decodeTaskMessage(message: EncodedTaskMessage, options: DecodeTaskOptions = {}): TaskMessage {
+  try {
+    return decode(message, options);
+  } catch (error) {
+    if (error instanceof InvalidTaskError || error instanceof ContentDisallowed || error instanceof DecodeError) throw error;
+    // An unknown content type or compression method: the body cannot be read (kombu raises the same family).
+    if (error instanceof KqError) throw new DecodeError(error.message, { cause: error });
+    throw new InvalidTaskError(
+      `Cannot read the task message: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+function decode(message: EncodedTaskMessage, options: DecodeTaskOptions): TaskMessage {
+  const headers = isPlainRecord(message.headers) ? message.headers : {};
+  const properties = isPlainRecord(message.properties) ? message.properties : {};
+  const compression = headers.compression;
+  const serializers = options.serializers ?? defaultSerializers;
+  const hasTaskHeader = Object.hasOwn(headers, 'task');
+
+  const payload = serializers.decode(
+    {
+      body: message.body,
+      contentType: message.contentType,
+      contentEncoding: message.contentEncoding,
+      compression: typeof compression === 'string' && compression !== '' ? compression : undefined,
+    },
+    options.accept === undefined ? {} : { accept: options.accept },
+  );
+
+  // Celery's consumer: a `task` header means protocol 2, unless the body is a dict with `args` ("hybrid", handled
+  // like v1 with the headers taking precedence); no `task` header needs a v1 body dict naming the task.
+  if (isPlainRecord(payload) && (Object.hasOwn(payload, 'args') || (!hasTaskHeader && Object.hasOwn(payload, 'task')))) {
+    return decodeV1(payload, headers, properties, options);
+  }
+  if (!hasTaskHeader) {
+    throw new InvalidTaskError(
+      `Unknown message format: there is no "task" header (protocol 2) and the body is not a protocol 1 dict with a ` +
+        `"task" key (it is ${describeValue(payload)}). Celery workers reject such messages too.`,
+    );
+  }
+  return decodeV2(payload, headers, properties, options);
+}
+
+/** Header and property values common to both layouts, read from one merged dict. */
+function decodeFields(
+  fields: Record<string, unknown>,
+  properties: Record<string, unknown>,
+  body: { args: unknown; kwargs: unknown; embed: Record<string, unknown> },
+  customHeaders: Record<string, unknown>,
+  protocol: 1 | 2,
+  naiveZone: string,
+): TaskMessage {
+  const rawName = fields.task;
+  const rawId = fields.id;
+  const subject = `task message ${label(rawName)} (id ${label(rawId)}, protocol ${protocol})`;
+  const read = new MessageFields(subject);
+  if (typeof rawName !== 'string' || rawName === '') {
+    throw read.fail(
+      rawName === undefined || rawName === null ? 'the task name ("task") is missing' : `the task name must be a non-empty string, got ${describeValue(rawName)}`,
+    );
+  }
+  if (typeof rawId !== 'string' || rawId === '') {
+    throw read.fail(
+      rawId === undefined || rawId === null ? 'the task id ("id") is missing' : `the task id must be a non-empty string, got ${describeValue(rawId)}`,
+    );
+  }
+
+  const { args, kwargs } = body;
+  if (!Array.isArray(args)) throw read.fail(`args must be a list, got ${describeValue(args)}`);
+  if (!isPlainRecord(kwargs)) throw read.fail(`kwargs must be an object (a mapping), got ${describeValue(kwargs)}`);
+
+  const [timeLimit, softTimeLimit] = read.timeLimits(fields.timelimit);
+  const chord = body.embed.chord;
+  const argsrepr = fields.argsrepr;
+  const kwargsrepr = fields.kwargsrepr;
+  const origin = fields.origin;
+  const priority = properties.priority;
+  const replyTo = properties.replyTo;
+  const correlationId = properties.correlationId;
+
+  return {
+    id: rawId,
+    name: rawName,
+    args,
+    kwargs,
+    eta: readDate(read, 'eta', fields.eta, naiveZone),
+    expires: readDate(read, 'expires', fields.expires, naiveZone),
+    retries: read.optionalCount('retries', fields.retries) ?? 0,
+    timeLimit,
+    softTimeLimit,
+    rootId: read.optionalString('root_id', fields.root_id),
+    parentId: read.optionalString('parent_id', fields.parent_id),
+    group: read.optionalString('group', fields.group),
+    groupIndex: read.optionalCount('group_index', fields.group_index),
+    // Celery uses the shadow name only when it is truthy.
+    shadow: read.optionalString('shadow', fields.shadow) || null,
+    // Display-only fields: a producer's odd value is replaced rather than failing the task.
+    origin: typeof origin === 'string' ? origin : null,
+    argsrepr: typeof argsrepr === 'string' ? argsrepr : defaultArgsrepr(args),
+    kwargsrepr: typeof kwargsrepr === 'string' ? kwargsrepr : defaultKwargsrepr(kwargs),
+    ignoreResult: read.optionalBoolean('ignore_result', fields.ignore_result),
+    callbacks: read.signatureList('callbacks', body.embed.callbacks),
+    errbacks: read.signatureList('errbacks', body.embed.errbacks),
+    chain: read.signatureList('chain', body.embed.chain),
+    chord: chord === undefined || chord === null ? null : read.signature('chord', chord),
+    headers: customHeaders,
+    replyTo: typeof replyTo === 'string' && replyTo !== '' ? replyTo : null,
+    correlationId: typeof correlationId === 'string' && correlationId !== '' ? correlationId : rawId,
+    priority: typeof priority === 'number' && Number.isFinite(priority) ? priority : null,
+    stamps: read.object('stamps', fields.stamps, {}) ?? {},
+    replacedTaskNesting: read.optionalCount('replaced_task_nesting', fields.replaced_task_nesting) ?? 0,
+    protocol,
+  };
+}
+
+function decodeV2(
+  payload: unknown,
+  headers: Record<string, unknown>,
+  properties: Record<string, unknown>,
+  options: DecodeTaskOptions,
+): TaskMessage {
+  const subject = `task ${label(headers.task)} (id ${label(headers.id)})`;
+  if (!Array.isArray(payload)) {
+    throw new InvalidTaskError(
+      `Invalid protocol 2 body for ${subject}: expected the list [args, kwargs, embed], got ${describeValue(payload)}.`,
+    );
+  }
+  if (payload.length !== 3) {
+    // Python 5.2 workers die on a 2-element body and the restored message kills them again (WIRE fact 1).
+    throw new InvalidTaskError(
+      `Invalid protocol 2 body for ${subject}: it has ${payload.length} element${payload.length === 1 ? '' : 's'}, ` +
+        `but it must be exactly [args, kwargs, embed]${payload.length === 2 ? ' (the embed element is missing: send null or {} as the third element; Python workers crash on 2-element bodies)' : ''}.`,
+    );
+  }
+  const [args, kwargs, embed] = payload as [unknown, unknown, unknown];
+  if (embed !== null && !isPlainRecord(embed)) {
+    throw new InvalidTaskError(
+      `Invalid protocol 2 body for ${subject}: the third element (embed) must be an object or null, got ${describeValue(embed)}.`,
+    );
+  }
+  return decodeFields(headers, properties, { args, kwargs, embed: embed ?? {} }, customHeadersOf(headers), 2, options.timezone ?? 'UTC');
+}
+
+/**
+ * Protocol 1 (and hybrid) bodies: the protocol fields live in the body dict. As in Celery's `hybrid_to_proto2`,
+ * message headers override body fields of the same name; `taskset` is the old name of `group`; `utc: false` means
+ * naive datetimes are in the worker's zone, otherwise they are UTC.
+ */
+function decodeV1(
+  body: Record<string, unknown>,
+  headers: Record<string, unknown>,
+  properties: Record<string, unknown>,
+  options: DecodeTaskOptions,
+): TaskMessage {
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) setOwn(fields, key, value);
+  if (fields.group === undefined || fields.group === null) fields.group = body.taskset;
+  for (const [key, value] of Object.entries(headers)) if (PROTOCOL_HEADER_KEYS.has(key)) setOwn(fields, key, value);
+  const naiveZone = body.utc === false ? (options.timezone ?? 'UTC') : 'UTC';
+  const embed = { callbacks: body.callbacks, errbacks: body.errbacks, chord: body.chord, chain: null };
+  const args = body.args === undefined ? [] : body.args;
+  const kwargs = body.kwargs === undefined ? {} : body.kwargs;
+  return decodeFields(fields, properties, { args, kwargs, embed }, customHeadersOf(headers), 1, naiveZone);
+}
+
+function readDate(read: MessageFields, field: string, value: unknown, zone: string): Date | null {
+  // Celery's `maybe_iso8601` treats any falsy value (null, '') as absent.
+  if (value === undefined || value === null || value === '') return null;
+  if (value instanceof Date) {
+    // AMQP timestamps arrive as Dates from some clients.
+    if (Number.isNaN(value.getTime())) throw read.fail(`${field} is an invalid date`);
+    return value;
+  }
+  if (typeof value !== 'string') throw read.fail(`${field} must be an ISO 8601 datetime string or null, got ${describeValue(value)}`);
+  try {
+    return parseIsoDate(value, zone);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.replace(/\.$/, '') : String(error);
+    throw read.fail(`${field} cannot be read (${reason})`);
+  }
+}
+
+/** A task name or id for error messages: quoted when it is a string, described otherwise. */
+function label(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}…` : value) : describeValue(value);
+}
+
+function customHeadersOf(headers: Record<string, unknown>): Record<string, unknown> {
+  const custom: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(headers)) if (!PROTOCOL_HEADER_KEYS.has(key)) setOwn(custom, key, value);
+  return custom;
+}

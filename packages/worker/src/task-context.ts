@@ -1,0 +1,123 @@
+import type { DeliveryInfo } from '@kq/core';
+import type { App } from './app';
+import { MaxRetriesExceededError, Retry } from './errors';
+import type { Logger } from './logger';
+import type { TaskMessage } from './protocol/index';
+import type { ApplyOptions, Task } from './task';
+
+/** What a running task knows about its invocation (Celery's `task.request`). */
+export interface TaskRequest {
+  readonly id: string;
+  readonly name: string;
+  readonly args: readonly unknown[];
+  readonly kwargs: Readonly<Record<string, unknown>>;
+  readonly retries: number;
+  readonly eta: Date | null;
+  readonly expires: Date | null;
+  readonly rootId: string | null;
+  readonly parentId: string | null;
+  readonly group: string | null;
+  readonly groupIndex: number | null;
+  readonly origin: string | null;
+  readonly correlationId: string;
+  readonly replyTo: string | null;
+  readonly priority: number | null;
+  readonly timeLimit: number | null;
+  readonly softTimeLimit: number | null;
+  /** Node name of the worker running it. */
+  readonly hostname: string;
+  readonly deliveryInfo: DeliveryInfo | null;
+  /** Custom headers sent with `applyAsync({ headers })`. */
+  readonly headers: Readonly<Record<string, unknown>>;
+  readonly message: TaskMessage;
+}
+
+export interface RetryOptions {
+  /** Seconds until the retry runs (default: the task's `defaultRetryDelay`, 180 s). */
+  countdown?: number;
+  eta?: Date;
+  /** The error that caused the retry: stored with the RETRY state and re-thrown when retries run out. */
+  exc?: unknown;
+  /** Overrides the task's `maxRetries` for this call; null = unlimited. */
+  maxRetries?: number | null;
+  args?: readonly unknown[];
+  kwargs?: Record<string, unknown>;
+  queue?: string;
+  priority?: number;
+}
+
+/** Passed to every task function: the request, a cancellation signal, `retry()`, a logger. */
+export class TaskContext {
+  readonly app: App;
+  readonly task: Task;
+  readonly request: TaskRequest;
+  /** Aborted on soft time limit, hard time limit, revoke with terminate, or cold shutdown. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+
+  constructor(app: App, task: Task, request: TaskRequest, signal: AbortSignal, log: Logger) {
+    this.app = app;
+    this.task = task;
+    this.request = request;
+    this.signal = signal;
+    this.log = log;
+  }
+
+  /**
+   * Re-sends this task to run again later (same id, `retries + 1`) and rejects with `Retry` — `await ctx.retry()`
+   * or `return ctx.retry()` ends the current run. Past `maxRetries` it throws `exc` (or MaxRetriesExceededError).
+   */
+  async retry(options: RetryOptions = {}): Promise<never> {
+    const { request } = this;
+    const maxRetries = options.maxRetries !== undefined ? options.maxRetries : (this.task.options.maxRetries ?? 3);
+    if (maxRetries !== null && request.retries >= maxRetries) {
+      if (options.exc !== undefined) throw options.exc;
+      throw new MaxRetriesExceededError(
+        `Can't retry ${request.name}[${request.id}]: it already ran ${request.retries + 1} times (maxRetries=${maxRetries}).`,
+      );
+    }
+    const countdown = options.eta ? undefined : (options.countdown ?? this.task.options.defaultRetryDelay ?? 180);
+    const delivery = request.deliveryInfo;
+    const routing: ApplyOptions = {};
+    if (options.queue !== undefined) routing.queue = options.queue;
+    else if (delivery && delivery.exchange === '') routing.queue = delivery.routingKey;
+    else if (delivery) {
+      routing.exchange = delivery.exchange;
+      routing.routingKey = delivery.routingKey;
+    }
+    const message = request.message;
+    const apply: ApplyOptions = {
+      ...routing,
+      taskId: request.id,
+      retries: request.retries + 1,
+      kwargs: { ...(options.kwargs ?? request.kwargs) },
+      rootId: request.rootId ?? request.id,
+      parentId: request.id,
+      headers: withoutDeliveryBookkeeping(request.headers),
+      chain: message.chain ?? undefined,
+      ...(options.eta ? { eta: options.eta } : { countdown }),
+      ...(request.expires ? { expires: request.expires } : {}),
+      ...(request.timeLimit !== null ? { timeLimit: request.timeLimit } : {}),
+      ...(request.softTimeLimit !== null ? { softTimeLimit: request.softTimeLimit } : {}),
+      ...(request.group !== null ? { groupId: request.group } : {}),
+      ...(request.groupIndex !== null ? { groupIndex: request.groupIndex } : {}),
+      ...(request.replyTo !== null ? { replyTo: request.replyTo } : {}),
+    };
+    const priority = options.priority ?? request.priority ?? undefined;
+    if (priority !== undefined) apply.priority = priority;
+    await this.app.sendTaskMessage(request.name, [...(options.args ?? request.args)], apply, {
+      callbacks: message.callbacks,
+      errbacks: message.errbacks,
+      chord: message.chord,
+    });
+    const when = options.eta ?? new Date(Date.now() + (countdown ?? 0) * 1000);
+    const reason = options.exc instanceof Error ? `${options.exc.name}: ${options.exc.message}` : 'retry requested';
+    throw new Retry(`Retry in ${countdown ?? Math.round((when.getTime() - Date.now()) / 1000)}s: ${reason}`, options.exc, when);
+  }
+}
+
+/** Custom headers a retry carries on: not the broker's or kq's delivery bookkeeping (Celery drops `x-death` too). */
+function withoutDeliveryBookkeeping(headers: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { 'x-death': _death, kq_redeliveries: _redeliveries, ...rest } = headers;
+  return rest;
+}

@@ -1,0 +1,127 @@
+import type { App } from './app';
+import type { SignatureJson } from './protocol/index';
+import type { AsyncResult } from './results/index';
+import { Signature } from './signature';
+import type { TaskContext } from './task-context';
+
+type ErrorClass = abstract new (...args: never[]) => Error;
+
+/** Per-task settings; unset ones fall back to the app's `task*` configuration (Celery's task attributes). */
+export interface TaskOptions {
+  queue?: string;
+  exchange?: string;
+  routingKey?: string;
+  priority?: number;
+  /** Retries before giving up (default 3); null = retry forever. */
+  maxRetries?: number | null;
+  /** Seconds before a retry when no countdown is given (default 180). */
+  defaultRetryDelay?: number;
+  /** Retry automatically on these errors (classes or a predicate). */
+  autoretryFor?: readonly ErrorClass[] | ((error: unknown) => boolean);
+  /** Exponential backoff for automatic retries: true = factor 1 s, or the factor in seconds. */
+  retryBackoff?: boolean | number;
+  /** Backoff cap in seconds (default 600). */
+  retryBackoffMax?: number;
+  /** Full jitter on the backoff (default true). */
+  retryJitter?: boolean;
+  acksLate?: boolean;
+  acksOnFailureOrTimeout?: boolean;
+  rejectOnWorkerLost?: boolean;
+  /** Hard time limit, seconds: the task is failed and its slot freed. */
+  timeLimit?: number;
+  /** Soft time limit, seconds: the task's `signal` is aborted with SoftTimeLimitExceeded. */
+  softTimeLimit?: number;
+  /** "10/s", "100/m", "1000/h" or tasks per second. */
+  rateLimit?: string | number;
+  ignoreResult?: boolean;
+  trackStarted?: boolean;
+  /** Default expiry of sent messages, seconds. */
+  expires?: number;
+  serializer?: string;
+}
+
+/** Options for one call (Celery's `apply_async` keyword arguments). */
+export interface ApplyOptions {
+  kwargs?: Record<string, unknown>;
+  taskId?: string;
+  /** Seconds from now. */
+  countdown?: number;
+  eta?: Date | string;
+  /** Seconds from now, or an absolute time. */
+  expires?: number | Date | string;
+  priority?: number;
+  queue?: string;
+  exchange?: string;
+  routingKey?: string;
+  retries?: number;
+  timeLimit?: number;
+  softTimeLimit?: number;
+  headers?: Record<string, unknown>;
+  link?: Signature | readonly Signature[];
+  linkError?: Signature | readonly Signature[];
+  shadow?: string;
+  ignoreResult?: boolean;
+  replyTo?: string;
+  parentId?: string;
+  rootId?: string;
+  groupId?: string;
+  groupIndex?: number;
+  serializer?: string;
+  compression?: string;
+  /** Remaining chain, in Celery's reversed order. */
+  chain?: readonly SignatureJson[];
+}
+
+export type TaskFunction<A extends unknown[], R> = (ctx: TaskContext, ...args: A) => R | Promise<R>;
+
+/**
+ * A registered task. Call it remotely with `delay(...args)` or `applyAsync(args, options)`; pass it around as a
+ * `signature()`. The function receives a `TaskContext` first (request, AbortSignal, `retry()`), then its args.
+ */
+export class Task<A extends unknown[] = unknown[], R = unknown> {
+  readonly app: App;
+  readonly name: string;
+  readonly fn: TaskFunction<A, R>;
+  readonly options: Readonly<TaskOptions>;
+
+  constructor(app: App, name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}) {
+    this.app = app;
+    this.name = name;
+    this.fn = fn;
+    this.options = options;
+  }
+
+  /** Sends the task with these positional arguments. */
+  delay(...args: A): Promise<AsyncResult<Awaited<R>>> {
+    return this.applyAsync(args);
+  }
+
+  /** Sends the task with arguments and options (countdown, eta, expires, priority, queue, ...). */
+  applyAsync(args?: A, options: ApplyOptions = {}): Promise<AsyncResult<Awaited<R>>> {
+    const withDefaults: ApplyOptions = { ...options };
+    if (withDefaults.queue === undefined && withDefaults.exchange === undefined && this.options.queue !== undefined) withDefaults.queue = this.options.queue;
+    if (withDefaults.exchange === undefined && this.options.exchange !== undefined) withDefaults.exchange = this.options.exchange;
+    if (withDefaults.routingKey === undefined && this.options.routingKey !== undefined) withDefaults.routingKey = this.options.routingKey;
+    if (withDefaults.priority === undefined && this.options.priority !== undefined) withDefaults.priority = this.options.priority;
+    if (withDefaults.expires === undefined && this.options.expires !== undefined) withDefaults.expires = this.options.expires;
+    if (withDefaults.timeLimit === undefined && this.options.timeLimit !== undefined) withDefaults.timeLimit = this.options.timeLimit;
+    if (withDefaults.softTimeLimit === undefined && this.options.softTimeLimit !== undefined) withDefaults.softTimeLimit = this.options.softTimeLimit;
+    if (withDefaults.serializer === undefined && this.options.serializer !== undefined) withDefaults.serializer = this.options.serializer;
+    if (withDefaults.ignoreResult === undefined && this.options.ignoreResult !== undefined) withDefaults.ignoreResult = this.options.ignoreResult;
+    return this.app.sendTask<Awaited<R>>(this.name, args ?? [], withDefaults.kwargs ?? {}, withDefaults);
+  }
+
+  /** A signature of this task (Celery's `.s()`), for callbacks and chains. */
+  signature(args: readonly unknown[] = [], kwargs: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Signature {
+    return new Signature(this.name, args, kwargs, options);
+  }
+
+  s(...args: unknown[]): Signature {
+    return this.signature(args);
+  }
+
+  /** An immutable signature: a callback built from it ignores the parent's return value (Celery's `.si()`). */
+  si(...args: unknown[]): Signature {
+    return new Signature(this.name, args, {}, {}, true);
+  }
+}

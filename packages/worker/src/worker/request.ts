@@ -1,0 +1,423 @@
+import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type TaskState } from '@kq/core';
+import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError } from '../errors';
+import { formatIsoDate, type TaskMessage } from '../protocol/index';
+import { exceptionInfo } from '../results/index';
+import { Signature } from '../signature';
+import type { Task } from '../task';
+import { TaskContext, type TaskRequest } from '../task-context';
+import { backoffCountdown } from '../retry-backoff';
+import type { Worker } from './worker';
+
+/** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
+export interface RequestInfo {
+  id: string;
+  name: string;
+  args: unknown;
+  kwargs: unknown;
+  type: string;
+  hostname: string;
+  time_start: number | null;
+  acknowledged: boolean;
+  delivery_info: { exchange: string; routing_key: string; priority: number | null; redelivered: boolean };
+  worker_pid: number | null;
+}
+
+type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ignored';
+
+/**
+ * One received task message, from receipt to its final ack or reject: the policy Celery applies (early or late
+ * acks, retries, time limits, revokes), with the result stored in Celery's format.
+ */
+export class Request {
+  readonly worker: Worker;
+  readonly delivery: Delivery;
+  readonly message: TaskMessage;
+  readonly task: Task;
+  /** The task's signal: soft time limit, hard time limit or terminate, whichever comes first. */
+  readonly #abort = new AbortController();
+  /** Hard time limit or terminate, even after a soft limit: the run is abandoned and its pool child killed. */
+  readonly #kill = new AbortController();
+  timeStart: number | null = null;
+  #terminated: string | undefined;
+
+  constructor(worker: Worker, delivery: Delivery, message: TaskMessage, task: Task) {
+    this.worker = worker;
+    this.delivery = delivery;
+    this.message = message;
+    this.task = task;
+  }
+
+  get id(): string {
+    return this.message.id;
+  }
+
+  get name(): string {
+    return this.message.name;
+  }
+
+  get acknowledged(): boolean {
+    return this.delivery.acknowledged;
+  }
+
+  get acksLate(): boolean {
+    return this.task.options.acksLate ?? this.worker.app.conf.taskAcksLate;
+  }
+
+  /** True (and recorded as revoked) when the task was revoked or its `expires` passed. */
+  isRevoked(): boolean {
+    const { expires } = this.message;
+    if (expires && expires.getTime() <= Date.now()) {
+      this.worker.state.revoked.add(this.id);
+      return true;
+    }
+    return this.worker.state.revoked.has(this.id);
+  }
+
+  /** Acks the message and records the revoke (REVOKED state, event), as Celery does for revoked and expired tasks. */
+  async discardRevoked(): Promise<void> {
+    const expired = this.message.expires !== null && this.message.expires.getTime() <= Date.now();
+    const reason = expired ? 'expired' : 'revoked';
+    this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
+    await this.#store('REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null);
+    this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
+    await this.#settle('ack');
+  }
+
+  /** Aborts a running task (revoke with terminate, cold shutdown). */
+  terminate(reason: string): void {
+    this.#terminated = reason;
+    const error = new TaskRevokedError(`Task ${this.name}[${this.id}] terminated: ${reason}`);
+    this.#abort.abort(error);
+    this.#kill.abort(error);
+  }
+
+  info(safe = false): RequestInfo {
+    return {
+      id: this.id,
+      name: this.name,
+      args: safe ? this.message.argsrepr : this.message.args,
+      kwargs: safe ? this.message.kwargsrepr : this.message.kwargs,
+      type: this.name,
+      hostname: this.worker.hostname,
+      time_start: this.timeStart,
+      acknowledged: this.acknowledged,
+      delivery_info: {
+        exchange: this.delivery.deliveryInfo.exchange,
+        routing_key: this.delivery.deliveryInfo.routingKey,
+        priority: this.message.priority,
+        redelivered: this.delivery.deliveryInfo.redelivered,
+      },
+      worker_pid: this.timeStart === null ? null : process.pid,
+    };
+  }
+
+  /** Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. */
+  async execute(): Promise<void> {
+    const { worker } = this;
+    if (this.isRevoked()) {
+      await this.discardRevoked();
+      this.worker.state.taskReady(this);
+      return;
+    }
+    this.timeStart = Date.now() / 1000;
+    worker.state.taskAccepted(this);
+    if (!this.acksLate) await this.#settle('ack');
+    worker.emitTask('started', this);
+    if (this.#trackStarted()) await this.#store('STARTED', { pid: process.pid, hostname: worker.hostname }, null);
+
+    const started = performance.now();
+    const timers: NodeJS.Timeout[] = [];
+    let outcome: Outcome;
+    try {
+      const value = await this.#run(timers);
+      outcome = 'succeeded';
+      const runtime = (performance.now() - started) / 1000;
+      worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
+      await this.#store('SUCCESS', value, null);
+      worker.emitTask('succeeded', this, { result: value, runtime });
+      await this.#sendCallbacks(value);
+      if (this.acksLate) await this.#settle('ack');
+    } catch (error) {
+      outcome = await this.#handleError(error);
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+      worker.state.taskReady(this);
+    }
+    worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
+  }
+
+  /**
+   * The task could not finish because its pool child died (or it crashed its worker too often). As Celery's
+   * `on_failure`: with `acksLate` and `rejectOnWorkerLost` the message is requeued (no FAILURE, no task-failed);
+   * otherwise FAILURE(WorkerLostError) is stored and the message acked (late: unless `acksOnFailureOrTimeout` is off,
+   * then rejected without requeue).
+   */
+  async failWorkerLost(reason: string | WorkerLostError): Promise<'failed' | 'rejected'> {
+    const error = typeof reason === 'string' ? new WorkerLostError(reason) : reason;
+    const { worker } = this;
+    const requeue = this.acksLate && (this.task.options.rejectOnWorkerLost ?? worker.app.conf.taskRejectOnWorkerLost);
+    if (requeue) {
+      worker.log.warning(`Task ${this.name}[${this.id}] lost its worker (${error.message}); requeued (rejectOnWorkerLost)`);
+      await this.#settle('requeue');
+      worker.emitTask('rejected', this, { requeue: true });
+      return 'rejected';
+    }
+    worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`);
+    await this.#store('FAILURE', exceptionInfo(error), error.stack ?? null);
+    worker.emitTask('failed', this, { exception: error });
+    await this.#sendErrbacks();
+    const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
+    await this.#settle(ackAnyway ? 'ack' : 'reject');
+    return 'failed';
+  }
+
+  async #run(timers: NodeJS.Timeout[]): Promise<unknown> {
+    const { message, task, worker } = this;
+    const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
+    const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
+    if (soft !== null && soft > 0) {
+      timers.push(
+        setTimeout(() => {
+          worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
+          this.#abort.abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
+        }, soft * 1000),
+      );
+    }
+    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#abort.signal, worker.log.child(this.name));
+    const running = worker.pool.run(context, this.#kill.signal);
+    const races: Array<Promise<unknown>> = [running];
+    if (hard !== null && hard > 0) {
+      // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
+      // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
+      races.push(
+        new Promise((_, reject) =>
+          timers.push(
+            setTimeout(() => {
+              const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
+              this.#abort.abort(error);
+              this.#kill.abort(error);
+              reject(error);
+            }, hard * 1000),
+          ),
+        ),
+      );
+    }
+    races.push(
+      new Promise((_, reject) => {
+        // The kill signal, not the task's: a soft limit may have aborted that one already.
+        const kill = this.#kill.signal;
+        if (kill.aborted && this.#terminated) reject(kill.reason);
+        kill.addEventListener('abort', () => {
+          if (this.#terminated) reject(kill.reason);
+        });
+      }),
+    );
+    return Promise.race(races);
+  }
+
+  async #handleError(error: unknown): Promise<Outcome> {
+    const { worker } = this;
+    if (error instanceof WorkerLostError) return this.failWorkerLost(error); // the task did not fail: its child died
+    if (!(error instanceof Retry) && !(error instanceof Reject) && !(error instanceof Ignore) && this.#shouldAutoretry(error)) {
+      try {
+        const retries = this.message.retries;
+        const backoff = this.task.options.retryBackoff;
+        const countdown = backoff
+          ? backoffCountdown(retries, {
+              factor: backoff === true ? 1 : backoff,
+              maximum: this.task.options.retryBackoffMax ?? 600,
+              jitter: this.task.options.retryJitter ?? true,
+            })
+          : undefined;
+        const context = new TaskContext(worker.app, this.task, this.#requestInfo(), this.#abort.signal, worker.log);
+        await context.retry({ exc: error, ...(countdown === undefined ? {} : { countdown }) });
+      } catch (retryError) {
+        error = retryError;
+      }
+    }
+    if (error instanceof Retry) {
+      worker.log.info(`Task ${this.name}[${this.id}] retry: ${error.message}`);
+      const cause = error.exc;
+      await this.#store('RETRY', cause === undefined ? null : exceptionInfo(cause), cause instanceof Error ? (cause.stack ?? null) : null);
+      worker.emitTask('retried', this, { exception: cause ?? null });
+      await this.#settle('ack');
+      return 'retried';
+    }
+    if (error instanceof Reject) {
+      worker.log.info(`Task ${this.name}[${this.id}] rejected (requeue=${error.requeue}): ${error.reason}`);
+      if (!error.requeue) await this.#store('REJECTED', exceptionInfo(error), null);
+      worker.emitTask('rejected', this, { requeue: error.requeue });
+      await this.#settle(error.requeue ? 'requeue' : 'reject');
+      return 'rejected';
+    }
+    if (error instanceof Ignore) {
+      await this.#settle('ack');
+      return 'ignored';
+    }
+    if (error instanceof TaskRevokedError) {
+      worker.log.info(`Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`);
+      await this.#store('REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null);
+      worker.emitTask('revoked', this, { terminated: true, signum: 15, expired: false });
+      await this.#settle('ack');
+      return 'revoked';
+    }
+    const timeout = error instanceof TimeLimitExceeded;
+    const stack = error instanceof Error ? (error.stack ?? null) : null;
+    worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`);
+    await this.#store('FAILURE', exceptionInfo(error), stack);
+    worker.emitTask('failed', this, { exception: error });
+    await this.#sendErrbacks();
+    if (this.acksLate) {
+      const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
+      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject');
+    }
+    return 'failed';
+  }
+
+  #shouldAutoretry(error: unknown): boolean {
+    const autoretry = this.task.options.autoretryFor;
+    if (!autoretry) return false;
+    if (typeof autoretry === 'function') return autoretry(error);
+    return autoretry.some((kind) => error instanceof kind);
+  }
+
+  #trackStarted(): boolean {
+    return this.task.options.trackStarted ?? this.worker.app.conf.taskTrackStarted;
+  }
+
+  #ignoreResult(): boolean {
+    return this.message.ignoreResult === true || (this.task.options.ignoreResult ?? this.worker.app.conf.taskIgnoreResult);
+  }
+
+  async #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+    const failure = status === 'FAILURE' || status === 'REJECTED';
+    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return;
+    const backend = await this.worker.app.backend();
+    if (!backend) return;
+    const ready = status === 'SUCCESS' || status === 'FAILURE' || status === 'REVOKED' || status === 'REJECTED';
+    const meta: ResultMeta = {
+      status,
+      result,
+      traceback,
+      children: [],
+      date_done: ready ? formatIsoDate(new Date()) : null,
+      ...(this.message.group ? { group_id: this.message.group } : {}),
+      ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
+      ...(this.worker.app.conf.resultExtended
+        ? {
+            name: this.name,
+            args: this.message.args,
+            kwargs: this.message.kwargs,
+            worker: this.worker.hostname,
+            retries: this.message.retries,
+            queue: this.delivery.deliveryInfo.routingKey,
+          }
+        : {}),
+      task_id: this.id,
+    };
+    try {
+      await backend.store(meta, {
+        expiresMs: this.worker.app.conf.resultExpires * 1000,
+        ...(this.message.replyTo ? { replyTo: this.message.replyTo } : {}),
+        correlationId: this.message.correlationId,
+      });
+    } catch (error) {
+      this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describe(error)}`);
+    }
+  }
+
+  async #sendCallbacks(value: unknown): Promise<void> {
+    const { message, worker } = this;
+    try {
+      for (const callback of message.callbacks ?? []) {
+        const signature = Signature.fromJSON(callback).withPrependedArgs([value]);
+        await worker.app.sendTaskMessage(signature.task, [...signature.args], {
+          kwargs: { ...signature.kwargs },
+          parentId: this.id,
+          rootId: message.rootId ?? this.id,
+          ...(typeof callback.options['task_id'] === 'string' ? { taskId: callback.options['task_id'] } : {}),
+        });
+      }
+      const chain = message.chain;
+      if (chain && chain.length > 0) {
+        const next = chain[chain.length - 1] as NonNullable<typeof chain>[number];
+        const signature = Signature.fromJSON(next).withPrependedArgs([value]);
+        await worker.app.sendTaskMessage(signature.task, [...signature.args], {
+          kwargs: { ...signature.kwargs },
+          parentId: this.id,
+          rootId: message.rootId ?? this.id,
+          chain: chain.slice(0, -1),
+          ...(typeof next.options['task_id'] === 'string' ? { taskId: next.options['task_id'] } : {}),
+        });
+      }
+    } catch (error) {
+      worker.log.error(`Could not send the callbacks of ${this.name}[${this.id}]: ${describe(error)}`);
+    }
+  }
+
+  async #sendErrbacks(): Promise<void> {
+    for (const errback of this.message.errbacks ?? []) {
+      try {
+        const signature = Signature.fromJSON(errback).withPrependedArgs([this.id]);
+        await this.worker.app.sendTaskMessage(signature.task, [...signature.args], { kwargs: { ...signature.kwargs }, parentId: this.id });
+      } catch (error) {
+        this.worker.log.error(`Could not send the errback of ${this.name}[${this.id}]: ${describe(error)}`);
+      }
+    }
+  }
+
+  async #settle(action: 'ack' | 'reject' | 'requeue'): Promise<void> {
+    if (this.delivery.acknowledged) return;
+    try {
+      if (action === 'ack') await this.delivery.ack();
+      else if (action === 'reject') await this.delivery.reject();
+      else await this.delivery.requeue();
+    } catch (error) {
+      // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
+      // and at-least-once delivery means it will run again elsewhere.
+      const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
+      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describe(error)}`);
+    }
+  }
+
+  #requestInfo(): TaskRequest {
+    const { message, delivery, worker } = this;
+    return {
+      id: message.id,
+      name: message.name,
+      args: message.args,
+      kwargs: message.kwargs,
+      retries: message.retries,
+      eta: message.eta,
+      expires: message.expires,
+      rootId: message.rootId,
+      parentId: message.parentId,
+      group: message.group,
+      groupIndex: message.groupIndex,
+      origin: message.origin,
+      correlationId: message.correlationId,
+      replyTo: message.replyTo,
+      priority: message.priority,
+      timeLimit: message.timeLimit,
+      softTimeLimit: message.softTimeLimit,
+      hostname: worker.hostname,
+      deliveryInfo: delivery.deliveryInfo,
+      headers: message.headers,
+      message,
+    };
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}

@@ -1,0 +1,456 @@
+import { hostname as osHostname } from 'node:os';
+import { Consumer, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue } from '@kq/core';
+import type { App } from '../app';
+import { InvalidTaskError, NotRegistered } from '../errors';
+import { Logger, type LogLevel } from '../logger';
+import { decodeTaskMessage, formatIsoDate, type TaskMessage } from '../protocol/index';
+import { parseRateLimit, TokenBucket } from '../rate-limit';
+import { Autoscaler, type AutoscaleOptions } from '../pool/autoscaler';
+import { createPool } from '../pool/create-pool';
+import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
+import { controlCommands } from './control-commands';
+import { EtaTimer } from './eta-timer';
+import { Request } from './request';
+import type { WorkerStep } from './bootstep';
+import type { ClusterOptions } from '../cluster/cluster-options';
+import { withClusterSteps } from '../cluster/cluster-steps';
+import { WorkerState } from './worker-state';
+
+/** Header kq counts redeliveries in, on transports that do not count them. */
+export const REDELIVERIES_HEADER = 'kq_redeliveries';
+
+export interface WorkerOptions {
+  /** Queues to consume (default: the app's `taskDefaultQueue`). */
+  queues?: readonly string[];
+  /** Tasks run at once (default: the app's `workerConcurrency`); with `autoscale`, its `max`. */
+  concurrency?: number;
+  /** Prefetch = concurrency × multiplier (default 4); 0 = unlimited. */
+  prefetchMultiplier?: number;
+  /** Node name, `name@host`; `%h` expands to the host name, `%n` to its first label. Default `kq@<hostname>`. */
+  hostname?: string;
+  /** Where tasks run: `async` (the event loop, default), `threads` (worker_threads) or `processes` (child processes). */
+  pool?: PoolKind;
+  /** Path of the module exporting the App; `threads` and `processes` children import it (`kq worker -A` sets it). */
+  appModule?: string;
+  /** How child pools hand jobs to children (`-O`): `fair` (default) only to idle ones, `fcfs` round-robin. */
+  schedulingStrategy?: SchedulingStrategy;
+  /** Grow and shrink the pool between `min` and `max` with the reserved work (`--autoscale max,min`). */
+  autoscale?: AutoscaleOptions;
+  /** Replace a pool child after it ran this many tasks. */
+  maxTasksPerChild?: number;
+  /** Replace a pool child after a task that left it above this many KiB (a process's RSS; a thread's heap + buffers). */
+  maxMemoryPerChild?: number;
+  loglevel?: LogLevel;
+  logger?: Logger;
+  /** Seconds a warm shutdown waits for running tasks (default: `workerShutdownTimeout`, 30). */
+  shutdownTimeout?: number;
+  /** Answer remote control (`celery inspect`, `kq control`). Default true when the broker has fanout. */
+  enableRemoteControl?: boolean;
+  /** Extra steps started after connecting and before consuming, stopped in reverse (events, mingle, gossip...). */
+  steps?: readonly WorkerStep[];
+  /** Events, Mingle, Gossip, heartbeats, the state file and Celery's remote control (`-E`, `--without-*`, `--statedb`); false = none. */
+  cluster?: ClusterOptions | false;
+}
+
+type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';
+
+export type WorkerEvents = {
+  /** Consuming and answering remote control. */
+  ready: [];
+  /** Every task lifecycle step, with Celery's event fields. */
+  task: [kind: TaskEventKind, request: Request, fields: Record<string, unknown>];
+  /** A message that could not become a task (undecodable, malformed, unknown task, redelivered too often). */
+  rejected: [delivery: Delivery, reason: Error];
+  shutdown: [];
+  error: [error: Error];
+};
+
+/**
+ * Consumes task messages and runs them: prefetch = concurrency × multiplier, revokes and expiry honoured on
+ * receipt and before running, ETA tasks deferred to the broker or held (with the prefetch bump), per-task rate
+ * limits, acks early or late. Bad input is rejected with a logged reason and never stops the worker.
+ */
+export class Worker extends TypedEmitter<WorkerEvents> {
+  readonly app: App;
+  readonly hostname: string;
+  readonly state = new WorkerState();
+  readonly pool: Pool;
+  /** Set with `autoscale`: grows and shrinks the pool (the `autoscale` control command adjusts it). */
+  readonly autoscaler: Autoscaler | null;
+  readonly log: Logger;
+  #queues: Queue[];
+  readonly concurrency: number;
+  readonly prefetchMultiplier: number;
+  readonly #options: WorkerOptions;
+  readonly #eta = new EtaTimer<Request>();
+  readonly #buckets = new Map<string, TokenBucket | null>();
+  readonly #timeLimits = new Map<string, { soft: number | null; hard: number | null }>();
+  readonly #steps: readonly WorkerStep[];
+  readonly #started: WorkerStep[] = [];
+  #consumer: Consumer | undefined;
+  #node: MailboxNode | undefined;
+  #running = false;
+  #stopping: Promise<void> | undefined;
+
+  constructor(app: App, options: WorkerOptions = {}) {
+    super();
+    this.app = app;
+    this.#options = options;
+    this.hostname = expandHostname(options.hostname ?? `kq@${osHostname()}`);
+    this.concurrency = Math.max(1, options.autoscale?.max ?? options.concurrency ?? app.conf.workerConcurrency);
+    this.prefetchMultiplier = Math.max(0, options.prefetchMultiplier ?? app.conf.workerPrefetchMultiplier);
+    this.log = options.logger ?? new Logger(this.hostname, { level: options.loglevel ?? 'info' });
+    const { autoscale } = options;
+    this.pool = createPool({
+      kind: options.pool ?? 'async',
+      size: autoscale ? (autoscale.min ?? 0) : this.concurrency,
+      app,
+      log: this.log,
+      ...(options.appModule === undefined ? {} : { appModule: options.appModule }),
+      ...(options.schedulingStrategy === undefined ? {} : { strategy: options.schedulingStrategy }),
+      ...(options.maxTasksPerChild === undefined ? {} : { maxTasksPerChild: options.maxTasksPerChild }),
+      ...(options.maxMemoryPerChild === undefined ? {} : { maxMemoryPerChild: options.maxMemoryPerChild }),
+    });
+    this.autoscaler = autoscale
+      ? new Autoscaler({ ...autoscale, pool: this.pool, qty: () => this.state.reserved.size, onResize: () => void this.#updatePrefetch(), log: this.log })
+      : null;
+    this.#queues = (options.queues ?? [app.conf.taskDefaultQueue]).map((name) => app.router.queue(name));
+    this.#steps = withClusterSteps(options.steps, options.cluster);
+  }
+
+  /** The task queues consumed now (`add_consumer` / `cancel_consumer` change them). */
+  get queues(): readonly Queue[] {
+    return this.#queues;
+  }
+
+  /** Starts consuming from `queue` too (Celery's `add_consumer`); resolves false when it is consumed already. */
+  async addQueue(queue: Queue): Promise<boolean> {
+    if (this.#queues.some((q) => q.name === queue.name)) return false;
+    this.#queues = [...this.#queues, queue];
+    await this.#consumer?.setQueues(this.#queues);
+    return true;
+  }
+
+  /** Stops consuming from the queue named `name` (Celery's `cancel_consumer`); resolves false when it was not consumed. */
+  async cancelQueue(name: string): Promise<boolean> {
+    if (!this.#queues.some((q) => q.name === name)) return false;
+    this.#queues = this.#queues.filter((q) => q.name !== name);
+    await this.#consumer?.setQueues(this.#queues);
+    return true;
+  }
+
+  get isRunning(): boolean {
+    return this.#running;
+  }
+
+  /**
+   * The consumer's current prefetch: pool size × multiplier, plus one per ETA task held. It follows the pool as it
+   * grows and shrinks. An autoscaled pool must be able to see more work than it has children, or it never grows:
+   * below `max` it prefetches at least one message more than its size (this matters with multiplier 1), and at
+   * size 0 one child's worth.
+   */
+  get prefetchCount(): number {
+    if (this.prefetchMultiplier === 0) return 0;
+    const size = this.pool.limit;
+    let prefetch = Math.max(1, size) * this.prefetchMultiplier;
+    if (this.autoscaler && size < this.autoscaler.max) prefetch = Math.max(prefetch, size + 1);
+    return prefetch + this.#eta.size;
+  }
+
+  /** Adds `n` slots to the pool and raises the prefetch to match (`pool_grow`). */
+  growPool(n: number): void {
+    this.pool.grow(n);
+    void this.#updatePrefetch();
+  }
+
+  /** Removes `n` slots (busy children leave after their task) and lowers the prefetch (`pool_shrink`). */
+  shrinkPool(n: number): void {
+    this.pool.shrink(n);
+    void this.#updatePrefetch();
+  }
+
+  /** Connects, starts answering remote control, then consumes. Resolves once the worker is ready. */
+  async start(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    const connection = this.app.connection;
+    await connection.connect();
+    const transport = await connection.transport();
+    this.log.info(`Connected to ${this.app.conf.broker} (${transport.name})`);
+    try {
+      await this.pool.start();
+    } catch (error) {
+      this.#running = false;
+      throw error;
+    }
+
+    for (const step of this.#steps) {
+      await step.start(this);
+      this.#started.push(step);
+    }
+
+    if ((this.#options.enableRemoteControl ?? true) && transport.capabilities.fanout) {
+      const commands = Object.assign(controlCommands(this), ...this.#steps.map((step) => step.commands?.(this) ?? {}));
+      this.#node = this.app.control.mailbox.node(this.hostname, commands);
+      this.#node.on('error', (error) => this.log.warning(`remote control: ${error.message}`));
+      await this.#node.listen();
+    }
+
+    const consumer = new Consumer(connection, {
+      queues: this.queues,
+      prefetch: this.prefetchCount,
+      decode: false,
+      onMessage: (_body, delivery) => this.#receive(delivery),
+    });
+    consumer.on('error', (error) => this.log.error(`consumer: ${error.message}`));
+    consumer.on('recovered', () => this.log.warning('consumer: channel lost and recovered; resuming'));
+    this.#consumer = consumer;
+    await consumer.consume();
+    this.autoscaler?.start();
+    const concurrency = this.autoscaler ? `${this.autoscaler.min}..${this.autoscaler.max}` : String(this.pool.limit);
+    this.log.info(`${this.hostname} ready: queues [${this.queues.map((q) => q.name).join(', ')}], concurrency ${concurrency} (${this.pool.name}), prefetch ${this.prefetchCount}`);
+    this.emit('ready');
+  }
+
+  /**
+   * Warm shutdown (default): stop consuming, let running tasks finish within `shutdownTimeout`, give back what
+   * was not started. Cold (`{ cold: true }`): abort running tasks and give everything back now. Nothing is lost.
+   */
+  stop(options: { cold?: boolean } = {}): Promise<void> {
+    this.#stopping ??= this.#stop(options.cold ?? false);
+    if (options.cold) for (const request of this.state.active.values()) request.terminate('cold shutdown');
+    return this.#stopping;
+  }
+
+  /** Installs SIGTERM/SIGINT handlers: the first signal stops warm, a second one cold. Returns the uninstaller. */
+  installSignalHandlers(onStopped: () => void = () => process.exit(0)): () => void {
+    let signals = 0;
+    const handler = (signal: NodeJS.Signals): void => {
+      signals++;
+      const cold = signals > 1;
+      this.log.warning(cold ? `${signal}: cold shutdown (running tasks are aborted and requeued)` : `${signal}: warm shutdown (press Ctrl+C again to force)`);
+      void this.stop({ cold }).then(onStopped, (error: unknown) => {
+        this.log.error(`shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+        onStopped();
+      });
+    };
+    process.on('SIGTERM', handler);
+    process.on('SIGINT', handler);
+    return () => {
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+    };
+  }
+
+  /** The soft time limit (s) for a task: a remote `time_limit` override, else the app default. */
+  softTimeLimit(name: string): number | null {
+    return this.#timeLimits.get(name)?.soft ?? this.app.conf.taskSoftTimeLimit;
+  }
+
+  timeLimit(name: string): number | null {
+    return this.#timeLimits.get(name)?.hard ?? this.app.conf.taskTimeLimit;
+  }
+
+  setTimeLimits(name: string, soft: number | null, hard: number | null): void {
+    this.#timeLimits.set(name, { soft, hard });
+  }
+
+  /** Changes a task's rate limit at run time (`rate_limit` control command); null disables it. */
+  setRateLimit(name: string, rate: string | number | null): void {
+    const perSecond = parseRateLimit(rate);
+    this.#buckets.set(name, perSecond === null ? null : new TokenBucket(perSecond));
+  }
+
+  /** ETA tasks held by this worker (`inspect scheduled`). */
+  scheduled(): Array<{ eta: Date; request: Request }> {
+    return this.#eta.entries().map(({ eta, item }) => ({ eta, request: item }));
+  }
+
+  emitTask(kind: TaskEventKind, request: Request, fields: Record<string, unknown> = {}): void {
+    this.emit('task', kind, request, fields);
+  }
+
+  async #updatePrefetch(): Promise<void> {
+    await this.#consumer?.setPrefetch(this.prefetchCount).catch((error: unknown) => this.log.warning(`could not update prefetch: ${String(error)}`));
+  }
+
+  async #receive(delivery: Delivery): Promise<void> {
+    if (this.#stopping) return; // left unsettled: given back when the channel closes
+    let message: TaskMessage;
+    try {
+      message = decodeTaskMessage(delivery, { accept: this.app.conf.acceptContent, timezone: this.app.conf.timezone });
+    } catch (error) {
+      await this.#rejectMessage(delivery, error instanceof Error ? error : new InvalidTaskError(String(error)));
+      return;
+    }
+    const task = this.app.tasks.get(message.name);
+    if (!task) {
+      const error = new NotRegistered(message.name);
+      await this.#rejectMessage(delivery, error);
+      await this.#storeFailure(message, { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' });
+      return;
+    }
+    const request = new Request(this, delivery, message, task as never);
+    const deliveries = await this.#redeliveries(delivery);
+    if (deliveries === null) return; // handed on as a counted copy
+    if (deliveries >= this.app.conf.workerMaxRedeliveries) {
+      const reason = `Task ${message.name}[${message.id}] was delivered ${deliveries + 1} times without completing (does it crash its worker?); giving up.`;
+      this.log.error(reason);
+      this.emit('rejected', delivery, new InvalidTaskError(reason));
+      await this.#storeFailure(message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
+      await delivery.reject().catch(() => undefined);
+      return;
+    }
+    if ((message.expires || this.state.revoked.has(message.id)) && request.isRevoked()) {
+      // Celery announces only the revoke for these, never a task-received.
+      await request.discardRevoked();
+      return;
+    }
+    this.log.info(`Task ${message.name}[${message.id}] received`);
+    this.state.reserved.add(request);
+    this.emitTask('received', request);
+    this.autoscaler?.maybeScale();
+    if (message.eta && message.eta.getTime() > Date.now()) {
+      if (await this.#deferToBroker(request, message.eta)) return;
+      this.#eta.schedule(request, message.eta, (due) => {
+        void this.#updatePrefetch();
+        this.#reserve(due);
+      });
+      await this.#updatePrefetch();
+      return;
+    }
+    this.#reserve(request);
+  }
+
+  /**
+   * How many times this message was delivered before. Brokers that count (quorum queues) say so; for the others a
+   * redelivered message is republished once with the count in a header and the original acked, so a task that
+   * keeps killing its worker is stopped after `workerMaxRedeliveries` instead of looping forever. Returns null when
+   * the message was handed on that way.
+   */
+  async #redeliveries(delivery: Delivery): Promise<number | null> {
+    const { deliveryInfo } = delivery;
+    if (deliveryInfo.deliveryCount !== undefined) return deliveryInfo.deliveryCount;
+    const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
+    if (!deliveryInfo.redelivered) return counted;
+    const seen = counted + 1;
+    if (seen >= this.app.conf.workerMaxRedeliveries) return seen;
+    try {
+      const channel = await this.app.connection.channel();
+      await channel.publish(deliveryInfo.exchange, deliveryInfo.routingKey, republishable(delivery, { [REDELIVERIES_HEADER]: seen }));
+      await delivery.ack();
+      return null;
+    } catch (error) {
+      this.log.warning(`Could not count the redelivery of ${deliveryInfo.deliveryTag} (${String(error)}); running it as is`);
+      return counted;
+    }
+  }
+
+  /** Hands a request to the pool, through its task's rate limit. */
+  #reserve(request: Request): void {
+    if (this.#stopping) return;
+    const bucket = this.#bucket(request.name);
+    const wait = bucket ? bucket.take() : 0;
+    if (wait > 0) {
+      setTimeout(() => this.#reserve(request), wait * 1000).unref();
+      return;
+    }
+    this.pool.apply(() => request.execute());
+  }
+
+  #bucket(name: string): TokenBucket | null {
+    if (!this.#buckets.has(name)) {
+      const task = this.app.tasks.get(name);
+      this.setRateLimit(name, task?.options.rateLimit ?? this.app.conf.taskDefaultRateLimit);
+    }
+    return this.#buckets.get(name) ?? null;
+  }
+
+  /** Republishes an ETA task with the broker's delayed delivery and acks the original, so no worker holds it. */
+  async #deferToBroker(request: Request, eta: Date): Promise<boolean> {
+    if ((await this.app.etaStrategy()) !== 'broker') return false;
+    const { delivery } = request;
+    try {
+      const channel = await this.app.connection.channel();
+      await channel.publish(delivery.deliveryInfo.exchange, delivery.deliveryInfo.routingKey, republishable(delivery), {
+        delay: Math.max(1, eta.getTime() - Date.now()),
+      });
+      await delivery.ack();
+      this.state.reserved.delete(request);
+      this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
+      return true;
+    } catch (error) {
+      this.log.warning(`Could not defer ${request.name}[${request.id}] to the broker (${String(error)}); holding it instead`);
+      return false;
+    }
+  }
+
+  async #rejectMessage(delivery: Delivery, reason: Error): Promise<void> {
+    this.log.error(`Rejected message ${delivery.deliveryInfo.deliveryTag} from ${delivery.deliveryInfo.queue}: ${reason.name}: ${reason.message}`);
+    this.emit('rejected', delivery, reason);
+    if (!delivery.acknowledged) await delivery.reject().catch((error: unknown) => this.log.warning(`could not reject: ${String(error)}`));
+  }
+
+  async #storeFailure(message: TaskMessage, info: { exc_type: string; exc_message: unknown[]; exc_module: string }): Promise<void> {
+    try {
+      const backend = await this.app.backend();
+      await backend?.store(
+        { status: 'FAILURE', result: info, traceback: null, children: [], date_done: formatIsoDate(new Date()), task_id: message.id },
+        { expiresMs: this.app.conf.resultExpires * 1000, ...(message.replyTo ? { replyTo: message.replyTo } : {}), correlationId: message.correlationId },
+      );
+    } catch (error) {
+      this.log.error(`Could not store the failure of ${message.name}[${message.id}]: ${String(error)}`);
+    }
+  }
+
+  async #stop(cold: boolean): Promise<void> {
+    if (!this.#running) return;
+    this.log.info(cold ? 'Cold shutdown' : 'Warm shutdown');
+    this.autoscaler?.stop();
+    await this.#consumer?.stopConsuming();
+    this.#eta.clear(); // held messages are unsettled: the channel close below gives them back
+    await this.pool.close(); // jobs not started yet were not acked: given back too
+    if (!cold) {
+      const timeout = (this.#options.shutdownTimeout ?? this.app.conf.workerShutdownTimeout) * 1000;
+      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout).then(() => false)]);
+      if (!finished) {
+        this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; aborting them (stored as REVOKED)`);
+        for (const request of this.state.active.values()) request.terminate('shutdown timeout');
+      }
+    }
+    await this.pool.terminate();
+    await this.#node?.close().catch(() => undefined);
+    await this.#consumer?.cancel();
+    for (const step of this.#started.splice(0).reverse()) {
+      await step.stop(this).catch((error: unknown) => this.log.warning(`stopping ${step.name}: ${String(error)}`));
+    }
+    this.#running = false;
+    this.log.info('Worker stopped');
+    this.emit('shutdown');
+  }
+}
+
+/**
+ * The message to publish again for a delivery (a counted copy, an ETA deferral): as received, minus the Redis
+ * transport's `redelivered` header, which would make the fresh copy look redelivered.
+ */
+function republishable(delivery: Delivery, extraHeaders: Record<string, unknown> = {}): OutgoingMessage {
+  const { redelivered: _redelivered, ...headers } = delivery.headers;
+  return {
+    body: delivery.body,
+    contentType: delivery.contentType,
+    contentEncoding: delivery.contentEncoding,
+    headers: { ...headers, ...extraHeaders },
+    properties: delivery.properties,
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function expandHostname(name: string): string {
+  const host = osHostname();
+  return name.replace(/%h/g, host).replace(/%n/g, host.split('.')[0] ?? host).replace(/%d/g, host.split('.').slice(1).join('.'));
+}
+

@@ -1,0 +1,31 @@
+"""Python side of the worker interop tests: a Celery 5 app with a few tasks, configured from the environment."""
+import os
+
+from celery import Celery
+
+app = Celery(
+    "kq_interop",
+    broker=os.environ["KQ_INTEROP_BROKER"],
+    backend=os.environ["KQ_INTEROP_BACKEND"],
+)
+app.conf.task_default_queue = os.environ["KQ_INTEROP_PY_QUEUE"]
+app.conf.control_exchange = os.environ.get("KQ_INTEROP_NAMESPACE", "celery")
+app.conf.worker_hijack_root_logger = False
+app.conf.result_expires = 600
+
+
+@app.task(name="interop.py_add")
+def add(x, y):
+    return x + y
+
+
+@app.task(name="interop.py_fail")
+def fail():
+    raise ValueError("python says no")
+
+
+@app.task(bind=True, name="interop.py_retry", max_retries=3)
+def flaky(self):
+    if self.request.retries < 2:
+        raise self.retry(countdown=0.2)
+    return self.request.retries

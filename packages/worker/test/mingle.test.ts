@@ -1,0 +1,98 @@
+// Mingle (WIRE.md §6.1): at start a worker says hello, adopts its neighbours' clock and merges their revoked sets;
+// its own hello carries its revoked set with float timestamps. Two kq workers on the memory transport.
+import type { MailboxNode } from '@kq/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { App } from '../src/app';
+import { clusterSteps } from '../src/cluster/cluster-steps';
+import { syncWithNode } from '../src/cluster/mingle';
+import type { Worker } from '../src/worker/worker';
+import { memoryApp, memoryBrokerName, recordingLogger } from './fixtures/cluster/helpers';
+
+describe('Mingle', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  });
+
+  function newWorker(broker: string, hostname: string): { app: App; worker: Worker; messages: () => string[] } {
+    const app = memoryApp(broker);
+    const log = recordingLogger(hostname);
+    const worker = app.worker({ hostname, logger: log.logger, steps: clusterSteps({ mingle: true, heartbeatInterval: 60, mingleTimeout: 0.2 }) });
+    cleanups.push(async () => {
+      await worker.stop();
+      await app.close();
+    });
+    return { app, worker, messages: log.messages };
+  }
+
+  it('a worker starting after another adopts its clock and its revoked tasks, and hands over its own', async () => {
+    const broker = memoryBrokerName('mingle');
+    const first = newWorker(broker, 'first@test');
+    await first.worker.start();
+    expect(first.messages()).toEqual(expect.arrayContaining(['mingle: searching for neighbors', 'mingle: all alone']));
+    first.worker.state.revoked.add('revoked-while-you-were-away');
+    first.app.clock.adjust(5000);
+
+    const second = newWorker(broker, 'second@test');
+    second.worker.state.revoked.add('revoked-by-second'); // e.g. loaded from its state file
+    await second.worker.start();
+
+    expect(second.app.clock.value).toBeGreaterThan(5000);
+    expect(second.worker.state.revoked.has('revoked-while-you-were-away')).toBe(true);
+    expect(first.worker.state.revoked.has('revoked-by-second')).toBe(true);
+    expect(second.messages()).toEqual(expect.arrayContaining(['mingle: searching for neighbors', 'mingle: sync with 1 nodes', 'mingle: sync complete']));
+    expect(first.messages()).toContain('sync with second@test');
+  });
+
+  it('ignores its own reply and logs the neighbours it cannot sync with', async () => {
+    const broker = memoryBrokerName('mingle-odd');
+    const me = newWorker(broker, 'me@test');
+    const nodes: MailboxNode[] = [];
+    const fake = (hostname: string, hello: () => unknown): void => {
+      const node = me.app.control.mailbox.node(hostname, { hello });
+      nodes.push(node);
+    };
+    fake('me@test', () => ({ clock: 1_000_000, revoked: {} })); // an old node of ours that still answers
+    fake('garbage@test', () => 'not a mapping');
+    fake('badrevoked@test', () => ({ clock: 7, revoked: { x: ['soon', 'x'] } }));
+    fake('error@test', () => {
+      throw new Error('cannot');
+    });
+    for (const node of nodes) await node.listen();
+    cleanups.push(async () => {
+      for (const node of nodes) await node.close();
+    });
+
+    await me.worker.start();
+    expect(me.app.clock.value).toBeLessThan(1_000_000);
+    expect(me.messages()).toContain('mingle: sync with 3 nodes');
+    expect(me.messages().find((m) => m.startsWith('mingle: sync with garbage@test failed:'))).toMatch(/TypeError/);
+    expect(me.messages().find((m) => m.startsWith('mingle: sync with badrevoked@test failed:'))).toMatch(/Expecting float timestamp/);
+    expect(me.messages().some((m) => m.startsWith('mingle: sync with error@test failed'))).toBe(false); // {error} = no clock: forward
+  });
+
+  it('a reply without a clock forwards ours; one with a clock adjusts to it', () => {
+    const calls: string[] = [];
+    const worker = {
+      app: { clock: { adjust: (n: number) => calls.push(`adjust ${n}`), forward: () => calls.push('forward') } },
+      state: { revoked: { update: () => calls.push('update') } },
+    } as unknown as Worker;
+    syncWithNode(worker, { clock: 42 });
+    syncWithNode(worker, { error: "KeyError('hello')" });
+    syncWithNode(worker, { clock: 0, revoked: { a: [1.5, 'a'] } });
+    expect(calls).toEqual(['adjust 42', 'forward', 'forward', 'update']);
+  });
+
+  it('is off by default on transports Celery does not mingle on (memory)', async () => {
+    const broker = memoryBrokerName('mingle-off');
+    const app = memoryApp(broker);
+    const log = recordingLogger();
+    const worker = app.worker({ hostname: 'quiet@test', logger: log.logger, steps: clusterSteps({ heartbeatInterval: 60 }) });
+    cleanups.push(async () => {
+      await worker.stop();
+      await app.close();
+    });
+    await worker.start();
+    expect(log.messages().some((m) => m.startsWith('mingle:'))).toBe(false);
+  });
+});

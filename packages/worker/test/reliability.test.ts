@@ -1,0 +1,142 @@
+/**
+ * At-least-once on real brokers: a worker killed with SIGKILL mid-task (acks late) has the task run again by the
+ * next worker with exactly one success; a warm shutdown with tasks in flight loses none; malformed messages pushed
+ * into a live queue leave the worker processing the good ones.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { brokerReachable } from '@kq/test-harness';
+import { afterEach, describe, expect, it } from 'vitest';
+import { App } from '../src/app';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+const workerScript = fileURLToPath(new URL('./fixtures/reliability-worker.ts', import.meta.url));
+
+const setups = [
+  { kind: 'redis' as const, broker: 'redis://127.0.0.1:6379/6', backend: 'redis://127.0.0.1:6379/6' },
+  { kind: 'amqp' as const, broker: 'amqp://guest:guest@127.0.0.1:5672', backend: 'rpc://' },
+];
+
+const lines = (file: string): string[] => {
+  try {
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+};
+
+async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+for (const setup of setups) {
+  const up = await brokerReachable(setup.kind, setup.broker);
+  describe.skipIf(!up)(`reliability on ${setup.kind}`, () => {
+    const children: ChildProcess[] = [];
+    let app: App | undefined;
+
+    const context = (): { ns: string; env: Record<string, string>; dir: string } => {
+      const ns = `kqrel${randomUUID().slice(0, 8)}`;
+      return {
+        ns,
+        dir: mkdtempSync(join(tmpdir(), 'kq-rel-')),
+        env: { KQ_TEST_BROKER: setup.broker, KQ_TEST_BACKEND: setup.backend, KQ_TEST_QUEUE: `${ns}.q`, KQ_TEST_NAMESPACE: ns },
+      };
+    };
+
+    const startWorker = async (env: Record<string, string>, name: string): Promise<ChildProcess> => {
+      // node itself (with tsx's loader), not the tsx CLI: SIGKILL must hit the worker, not a wrapper process.
+      const child = spawn(process.execPath, ['--import', 'tsx', workerScript], {
+        cwd: root,
+        env: { ...process.env, ...env, KQ_TEST_HOSTNAME: name, TSX_TSCONFIG_PATH: join(root, 'tsconfig.json') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let output = '';
+      child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      await waitFor(() => output.includes('ready') || child.exitCode !== null, 30_000, `worker ${name} to start`);
+      if (child.exitCode !== null) throw new Error(`worker ${name} exited: ${output}`);
+      return child;
+    };
+
+    const client = (env: Record<string, string>): App => {
+      app = new App('client', { broker: setup.broker, backend: setup.backend, taskDefaultQueue: env['KQ_TEST_QUEUE'], controlExchange: env['KQ_TEST_NAMESPACE'] });
+      return app;
+    };
+
+    afterEach(async () => {
+      for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+      await app?.close();
+      app = undefined;
+    });
+
+    it('runs a task again after its worker is killed with SIGKILL mid-task, with exactly one success', async () => {
+      const { env, dir } = context();
+      const marker = join(dir, 'hang-once.log');
+      const first = await startWorker(env, 'victim@test');
+      const result = await client(env).sendTask('rel.hang_once', [marker]);
+      await waitFor(() => lines(marker).includes('started'), 15_000, 'the task to start');
+      first.kill('SIGKILL');
+      const rescuer = await startWorker(env, 'rescuer@test');
+      let log = '';
+      rescuer.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      const value = await result.get({ timeout: 30_000 }).catch((error: unknown) => {
+        throw new Error(`${String(error)}; markers ${JSON.stringify(lines(marker))}; rescuer log: ${log}`);
+      });
+      expect(value).toBe('done');
+      expect(lines(marker)).toEqual(['started', 'started', 'succeeded']);
+    }, 60_000);
+
+    it('loses nothing in a warm shutdown with tasks in flight', async () => {
+      const { env, dir } = context();
+      const marker = join(dir, 'slow.log');
+      const first = await startWorker({ ...env, KQ_TEST_CONCURRENCY: '2' }, 'warm@test');
+      const sender = client(env);
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => sender.sendTask('rel.slow', [marker, i])));
+      await waitFor(() => lines(marker).length >= 1, 15_000, 'the first task to finish');
+      first.kill('SIGTERM');
+      await new Promise<void>((resolve) => first.once('exit', () => resolve()));
+      await startWorker(env, 'after@test');
+      const values = await Promise.all(results.map((result) => result.get({ timeout: 30_000 })));
+      expect(values).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      // Each task completed exactly once: the warm shutdown finished what it ran and gave back the rest.
+      expect(lines(marker).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `done ${i}`).sort());
+    }, 60_000);
+
+    it('keeps working when malformed messages are pushed into the live queue', async () => {
+      const { env, ns } = context();
+      await startWorker(env, 'tough@test');
+      const sender = client(env);
+      const before = await sender.sendTask('rel.echo', ['before']);
+      const queue = `${ns}.q`;
+      const channel = await sender.connection.channel();
+      const publish = (body: string, headers: Record<string, unknown>, contentType = 'application/json'): Promise<void> =>
+        channel.publish('', queue, { body: Buffer.from(body), contentType, contentEncoding: 'utf-8', headers, properties: {} });
+      await publish('{not json', { task: 'rel.echo', id: 'garbage' });
+      await publish('[[1], {}]', { task: 'rel.echo', id: 'two-elements' });
+      await publish('[[], {}, {}]', { id: 'no-task-header' });
+      await publish('[[], {}, {}]', { task: 'rel.nope', id: 'unknown-task' });
+      await publish('\x80\x04', { task: 'rel.echo', id: 'pickle' }, 'application/x-python-serialize');
+      if (setup.kind === 'redis') {
+        // Envelopes only a broken or foreign producer would write, straight into the list.
+        for (const raw of ['this is not json', '{"headers": {}}', '[1, 2, 3]']) {
+          const out = spawnSync('redis-cli', ['-n', '6', 'LPUSH', queue, raw], { encoding: 'utf8' });
+          if (out.status !== 0) throw new Error(out.stderr);
+        }
+      }
+      const after = await sender.sendTask('rel.echo', ['after']);
+      expect(await before.get({ timeout: 20_000 })).toBe('before');
+      expect(await after.get({ timeout: 20_000 })).toBe('after');
+    }, 60_000);
+  });
+}
+

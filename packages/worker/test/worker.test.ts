@@ -1,0 +1,275 @@
+import { Exchange, MemoryBroker, Producer, Queue } from '@kq/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { App } from '../src/app';
+import { Reject, TaskFailedError } from '../src/errors';
+import { Logger, type LogRecord } from '../src/logger';
+import { type Worker } from '../src/worker/worker';
+
+async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+let seq = 0;
+
+describe('Worker on memory://', () => {
+  let app: App;
+  let worker: Worker;
+  let logs: LogRecord[];
+  let broker: string;
+
+  const startWorker = async (options: ConstructorParameters<typeof Worker>[1] = {}): Promise<Worker> => {
+    worker = app.worker({ hostname: `w${seq}@test`, logger: new Logger('test', { level: 'debug', sink: (record) => logs.push(record) }), ...options });
+    await worker.start();
+    return worker;
+  };
+
+  beforeEach(() => {
+    seq++;
+    broker = `worker-test-${seq}`;
+    MemoryBroker.reset(broker);
+    logs = [];
+    app = new App('test', { broker: `memory://${broker}`, backend: `memory://${broker}` });
+  });
+
+  afterEach(async () => {
+    await worker?.stop({ cold: true });
+    await app.close();
+  });
+
+  it('runs a task and stores its result', async () => {
+    const add = app.task('add', (_ctx, x: number, y: number) => x + y);
+    await startWorker();
+    const result = await add.delay(2, 3);
+    expect(await result.get({ timeout: 5000 })).toBe(5);
+    expect(await result.state()).toBe('SUCCESS');
+  });
+
+  it('passes kwargs and the request through the context', async () => {
+    const seen: unknown[] = [];
+    const echo = app.task('echo', (ctx, a: string) => {
+      seen.push([a, ctx.request.kwargs, ctx.request.retries, ctx.request.hostname]);
+      return ctx.request.id;
+    });
+    await startWorker();
+    const result = await echo.applyAsync(['x'], { kwargs: { k: 1 }, taskId: 'my-id' });
+    expect(await result.get({ timeout: 5000 })).toBe('my-id');
+    expect(seen).toEqual([['x', { k: 1 }, 0, worker.hostname]]);
+  });
+
+  it("stores failures in Celery's shape and get() raises", async () => {
+    const boom = app.task('boom', () => {
+      throw new TypeError('kaboom');
+    });
+    await startWorker();
+    const result = await boom.delay();
+    const error = await result.get({ timeout: 5000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskFailedError);
+    const meta = await result.meta();
+    expect(meta?.status).toBe('FAILURE');
+    expect(meta?.result).toMatchObject({ exc_type: 'TypeError', exc_message: ['kaboom'] });
+    expect(typeof meta?.traceback).toBe('string');
+  });
+
+  it('retries with ctx.retry() until it succeeds', async () => {
+    let attempts = 0;
+    const flaky = app.task(
+      'flaky',
+      async (ctx) => {
+        attempts++;
+        if (attempts < 3) return ctx.retry({ countdown: 0.05, exc: new Error(`attempt ${attempts}`) });
+        return `ok after ${ctx.request.retries} retries`;
+      },
+      { maxRetries: 5 },
+    );
+    await startWorker();
+    const result = await flaky.delay();
+    expect(await result.get({ timeout: 5000 })).toBe('ok after 2 retries');
+  });
+
+  it('gives up after maxRetries and stores the last error', async () => {
+    const hopeless = app.task('hopeless', (ctx) => ctx.retry({ countdown: 0.01, exc: new RangeError('still broken') }), { maxRetries: 2 });
+    await startWorker();
+    const result = await hopeless.delay();
+    await expect(result.get({ timeout: 5000 })).rejects.toThrow(/still broken/);
+  });
+
+  it('retries automatically on listed errors with backoff', async () => {
+    let attempts = 0;
+    const auto = app.task(
+      'auto',
+      () => {
+        attempts++;
+        if (attempts < 2) throw new RangeError('transient');
+        return attempts;
+      },
+      { autoretryFor: [RangeError], retryBackoff: 0.01, retryJitter: false, maxRetries: 3 },
+    );
+    await startWorker();
+    expect(await (await auto.delay()).get({ timeout: 5000 })).toBe(2);
+  });
+
+  it('aborts the signal at the soft limit and fails at the hard limit, freeing the slot', async () => {
+    const reasons: string[] = [];
+    const sleepy = app.task(
+      'sleepy',
+      (ctx) =>
+        new Promise((resolve) => {
+          ctx.signal.addEventListener('abort', () => reasons.push((ctx.signal.reason as Error).name));
+          setTimeout(resolve, 10_000).unref();
+        }),
+      { softTimeLimit: 0.05, timeLimit: 0.2 },
+    );
+    const quick = app.task('quick', () => 'quick');
+    await startWorker({ concurrency: 1 });
+    const slow = await sleepy.delay();
+    await expect(slow.get({ timeout: 5000 })).rejects.toThrow(/Hard time limit/);
+    expect(reasons[0]).toBe('SoftTimeLimitExceeded');
+    expect(await (await quick.delay()).get({ timeout: 5000 })).toBe('quick');
+  });
+
+  it('discards expired and revoked tasks with a REVOKED result', async () => {
+    let runs = 0;
+    const job = app.task('job', () => ++runs);
+    await startWorker();
+    const expired = await job.applyAsync([], { expires: new Date(Date.now() - 1000) });
+    await waitFor(() => logs.some((record) => record.message.includes('Discarding expired')));
+    expect(await expired.state()).toBe('REVOKED');
+    await app.control.revoke('revoked-id');
+    await waitFor(() => worker.state.revoked.has('revoked-id'));
+    const revoked = await job.applyAsync([], { taskId: 'revoked-id' });
+    await waitFor(() => logs.some((record) => record.message.includes('Discarding revoked')));
+    expect(await revoked.state()).toBe('REVOKED');
+    expect(runs).toBe(0);
+  });
+
+  it('holds ETA tasks in the worker when the strategy says so, bumping prefetch', async () => {
+    app.conf.etaStrategy = 'worker';
+    const job = app.task('later', () => Date.now());
+    await startWorker({ concurrency: 2, prefetchMultiplier: 1 });
+    const sentAt = Date.now();
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    await waitFor(() => worker.scheduled().length === 1);
+    expect(worker.prefetchCount).toBe(3);
+    const ranAt = (await result.get({ timeout: 5000 })) as number;
+    expect(ranAt - sentAt).toBeGreaterThanOrEqual(250);
+    expect(worker.prefetchCount).toBe(2);
+  });
+
+  it('defers ETA tasks to the broker when it has delayed delivery', async () => {
+    const job = app.task('later2', () => 'done');
+    await startWorker();
+    const result = await job.applyAsync([], { countdown: 0.2 });
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+    expect(worker.scheduled()).toHaveLength(0);
+  });
+
+  it('applies rate limits', async () => {
+    const stamps: number[] = [];
+    const limited = app.task('limited', () => stamps.push(Date.now()), { rateLimit: '20/s' });
+    await startWorker({ concurrency: 10 });
+    const results = await Promise.all(Array.from({ length: 30 }, () => limited.delay()));
+    await Promise.all(results.map((result) => result.get({ timeout: 10_000 })));
+    // 20 tokens in the bucket, then one every 50 ms: the last ten cannot all start at once.
+    expect(stamps[29]! - stamps[0]!).toBeGreaterThanOrEqual(400);
+  });
+
+  it('runs link callbacks with the parent result', async () => {
+    const add = app.task('add', (_ctx, x: number, y: number) => x + y);
+    const store: number[] = [];
+    app.task('collect', (_ctx, value: number) => store.push(value));
+    await startWorker();
+    await add.applyAsync([1, 2], { link: app.tasks.get('collect')!.signature() as never });
+    await waitFor(() => store.length === 1);
+    expect(store).toEqual([3]);
+  });
+
+  it('rejects malformed messages between good tasks and keeps working', async () => {
+    const good = app.task('good', (_ctx, n: number) => n);
+    const rejected: string[] = [];
+    await startWorker();
+    worker.on('rejected', (_delivery, reason) => rejected.push(reason.name));
+    const producer = new Producer(app.connection);
+    const queue = new Queue('celery', { exchange: new Exchange('celery'), routingKey: 'celery' });
+    const raw = (body: string, headers: Record<string, unknown>, contentType = 'application/json'): Promise<void> =>
+      producer.publish(Buffer.from(body), { routingKey: 'celery', headers, contentType, contentEncoding: 'utf-8', declare: [queue] });
+    const first = await good.delay(1);
+    await raw('[[1, 2], {}]', { task: 'good', id: 'two-elements' });
+    await raw('{not json', { task: 'good', id: 'garbage' });
+    await raw('[[], {}, {}]', { task: 'nope.unknown', id: 'unknown' });
+    await raw('[[], {}, {}]', { id: 'no-task-header' });
+    await raw('[[], {}, {}]', { task: 'good', id: 'pickle' }, 'application/x-python-serialize');
+    const last = await good.delay(2);
+    expect(await first.get({ timeout: 5000 })).toBe(1);
+    expect(await last.get({ timeout: 5000 })).toBe(2);
+    await waitFor(() => rejected.length === 5);
+    expect(rejected.sort()).toEqual(['ContentDisallowed', 'DecodeError', 'InvalidTaskError', 'InvalidTaskError', 'NotRegistered']);
+    expect(await (await app.asyncResult('unknown')).state()).toBe('FAILURE');
+  });
+
+  it('rejects a message when the task throws Reject', async () => {
+    app.task('refuse', () => {
+      throw new Reject('not today', false);
+    });
+    await startWorker();
+    const result = await app.sendTask('refuse');
+    await waitFor(() => logs.some((record) => record.message.includes('rejected (requeue=false)')));
+    expect(await result.state()).toBe('REJECTED');
+  });
+
+  it('finishes running tasks on warm shutdown and gives back the rest', async () => {
+    let finished = 0;
+    const slow = app.task('slow', () => new Promise((resolve) => setTimeout(() => resolve(++finished), 200)), { acksLate: true });
+    await startWorker({ concurrency: 1, prefetchMultiplier: 4 });
+    const results = await Promise.all([slow.delay(), slow.delay(), slow.delay()]);
+    await waitFor(() => worker.state.active.size === 1);
+    await worker.stop();
+    expect(finished).toBe(1);
+    expect(await results[0]!.get({ timeout: 1000 })).toBe(1);
+    // The two that never started are back in the queue for the next worker.
+    const next = app.worker({ hostname: 'next@test', logger: new Logger('next', { level: 'error', sink: () => undefined }) });
+    await next.start();
+    expect(await results[1]!.get({ timeout: 5000 })).toBeGreaterThan(1);
+    expect(await results[2]!.get({ timeout: 5000 })).toBeGreaterThan(1);
+    await next.stop();
+  });
+
+  it('answers ping over the mailbox', async () => {
+    await startWorker();
+    expect(await app.control.ping({ timeout: 300 })).toEqual([{ [worker.hostname]: { ok: 'pong' } }]);
+  });
+});
+
+describe('a task that keeps killing its worker', () => {
+  it('is failed with WorkerLostError after workerMaxRedeliveries, even where the broker does not count', async () => {
+    const broker = `crash-loop-${Date.now()}`;
+    MemoryBroker.reset(broker);
+    const runs: string[] = [];
+    const quiet = new Logger('crash', { level: 'critical', sink: () => undefined });
+    const make = (): App => {
+      const app = new App('crash', { broker: `memory://${broker}`, backend: `memory://${broker}`, workerMaxRedeliveries: 2 });
+      // Hangs forever: the test "kills" its worker by closing the connection under it, as a crash would.
+      app.task('crash.hang', (ctx) => new Promise(() => runs.push(ctx.request.id)), { acksLate: true });
+      return app;
+    };
+    const sender = make();
+    const result = await sender.sendTask('crash.hang');
+    for (let life = 1; life <= 2; life++) {
+      const app = make();
+      await app.worker({ hostname: `victim${life}@test`, logger: quiet, cluster: false }).start();
+      await waitFor(() => runs.length === life);
+      await app.connection.close(); // the unacked message goes back, redelivered
+    }
+    const survivor = make();
+    const worker = survivor.worker({ hostname: 'survivor@test', logger: quiet, cluster: false });
+    await worker.start();
+    await expect(result.get({ timeout: 5000 })).rejects.toThrow(/delivered 3 times/);
+    expect(runs).toHaveLength(2);
+    await worker.stop();
+    await survivor.close();
+    await sender.close();
+  });
+});

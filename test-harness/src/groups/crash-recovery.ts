@@ -1,0 +1,49 @@
+import { expect } from 'vitest';
+import type { ConformanceContext } from '../conformance-context';
+import type { ConformanceGroup } from '../conformance-check';
+import { recordingConsumer } from '../delivery-log';
+import { bodyText, duplicatesOf, messageIds } from '../test-messages';
+import { quietPeriod } from '../wait-for';
+
+/**
+ * A process holding unacked deliveries crashes (the suite's `crash` hook): another process receives everything —
+ * what was still queued at once, what the dead one held within `recoveryTimeoutMs`, marked redelivered.
+ */
+export async function checkCrashRecovery(context: ConformanceContext): Promise<void> {
+  const crash = context.setup.crash;
+  if (!crash) throw new Error('checkCrashRecovery needs the crash() option');
+  const queue = await context.declareQueue('q');
+  const ids = messageIds('m', 10);
+  await context.publishIds(await context.channel(), '', queue, ids);
+  await context.waitForDepth(queue, ids.length);
+  const doomed = await context.openTransport();
+  const { log: lost } = await recordingConsumer(await context.channel(doomed), [queue], { prefetch: 4, policy: 'hold' });
+  await lost.waitForCount(context, 4);
+  const held = lost.ids;
+  context.markCrashed(doomed);
+  await crash(doomed);
+  const { log } = await recordingConsumer(await context.channel(await context.openTransport()), [queue], { prefetch: 10 });
+  await log.waitForCount(context, ids.length, context.setup.recoveryTimeoutMs);
+  await quietPeriod(context.ms(200));
+  log.assertNoSettleErrors();
+  expect(duplicatesOf(log.ids), 'messages delivered twice after recovery').toEqual([]);
+  expect([...log.ids].sort()).toEqual([...ids].sort());
+  const redelivered = log.deliveries.filter((delivery) => delivery.deliveryInfo.redelivered).map(bodyText);
+  expect(redelivered.sort(), 'recovered messages marked redelivered').toEqual([...held].sort());
+}
+
+export const crashRecoveryGroup: ConformanceGroup = {
+  name: 'crash recovery',
+  skipReason: (setup) => {
+    if (!setup.capabilities.crashRecovery) return 'transport reports crashRecovery: false';
+    if (!setup.crash) return 'no crash() hook was given to defineTransportSuite';
+    return undefined;
+  },
+  checks: [
+    {
+      name: 'deliveries held by a crashed process come back to another one, redelivered',
+      run: checkCrashRecovery,
+      timeoutMs: (setup) => setup.recoveryTimeoutMs + 30_000,
+    },
+  ],
+};

@@ -1,0 +1,25 @@
+// @kq/test-harness — the transport conformance suite.
+export { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter, type BrokerKind } from './broker-gate';
+export { defineTransportSuite } from './define-transport-suite';
+export {
+  resolveSuiteSetup,
+  type BrokerProbe,
+  type SuiteSetup,
+  type TransportSuiteOptions,
+} from './suite-options';
+export {
+  DEFAULT_CHECK_TIMEOUT_MS,
+  runCheck,
+  runWithContext,
+  type CheckFunction,
+  type ConformanceCheck,
+  type ConformanceGroup,
+} from './conformance-check';
+export { ConformanceContext, DEFAULT_WAIT_MS } from './conformance-context';
+export { ConditionTimeout, quietPeriod, sleep, waitFor, type Description } from './wait-for';
+export { expectError } from './expect-error';
+export { DeliveryLog, recordingConsumer, type ArrivalPolicy } from './delivery-log';
+export { expectQueueHolds } from './queue-contents';
+export { bodyText, duplicatesOf, messageIds, seededRandom, shuffled, testMessage, type TestMessageExtras } from './test-messages';
+export { QueueModel, type AllowedNext, type SettleAction } from './model/queue-model';
+export * from './groups/index';

@@ -1,0 +1,28 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+
+// Tests run against the TypeScript sources (no build needed); the built packages are checked by `pnpm build`.
+export default defineConfig({
+  resolve: {
+    alias: {
+      '@kq/core': src('./packages/core/src/index.ts'),
+      '@kq/redis': src('./packages/redis/src/index.ts'),
+      '@kq/amqp': src('./packages/amqp/src/index.ts'),
+      '@kq/worker': src('./packages/worker/src/index.ts'),
+      '@kq/test-harness': src('./test-harness/src/index.ts'),
+    },
+  },
+  test: {
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'test-harness/test/**/*.test.ts',
+      'examples/*/test/**/*.test.ts',
+      'bench/test/**/*.test.ts',
+    ],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    reporters: ['default'],
+  },
+});
