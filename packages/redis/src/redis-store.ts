@@ -95,6 +95,7 @@ export class RedisStore implements VirtualStore {
     delayedDelivery: true,
     crashRecovery: true,
     fanout: 'live',
+    pipelinedClaims: true,
   };
   readonly layout: KeyLayout;
   readonly #settings: RedisStoreSettings;

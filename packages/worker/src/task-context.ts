@@ -51,16 +51,22 @@ export class TaskContext {
   readonly app: App;
   readonly task: Task;
   readonly request: TaskRequest;
-  /** Aborted on soft time limit, hard time limit, revoke with terminate, or cold shutdown. */
-  readonly signal: AbortSignal;
   readonly log: Logger;
+  #signal: AbortSignal | (() => AbortSignal);
 
-  constructor(app: App, task: Task, request: TaskRequest, signal: AbortSignal, log: Logger) {
+  /** `signal` may be given as a function: it is then called (once) when the task first reads `ctx.signal`. */
+  constructor(app: App, task: Task, request: TaskRequest, signal: AbortSignal | (() => AbortSignal), log: Logger) {
     this.app = app;
     this.task = task;
     this.request = request;
-    this.signal = signal;
+    this.#signal = signal;
     this.log = log;
+  }
+
+  /** Aborted on soft time limit, hard time limit, revoke with terminate, or cold shutdown. */
+  get signal(): AbortSignal {
+    if (typeof this.#signal === 'function') this.#signal = this.#signal();
+    return this.#signal;
   }
 
   /**

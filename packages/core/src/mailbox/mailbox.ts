@@ -3,6 +3,7 @@ import type { Connection } from '../connection';
 import { Consumer } from '../consumer';
 import { Exchange } from '../exchange';
 import { LamportClock } from '../lamport-clock';
+import { UnroutableError } from '../errors';
 import type { Delivery } from '../message';
 import { Producer } from '../producer';
 import { Queue } from '../queue';
@@ -199,9 +200,12 @@ export class Mailbox {
       this.#collectors.set(ticket, collector);
       for (const reply of this.#unclaimed.get(ticket) ?? []) this.#accept(collector, reply);
       this.#unclaimed.delete(ticket);
-      this.#publish(request, timeout).then(arm, (error: unknown) => {
+      // Mandatory: when no node's queue is bound to the exchange the broker says so at once, and there is no one
+      // to wait `timeout` for (a worker starting alone skips Mingle's second; `inspect` with no workers answers now).
+      this.#publish(request, timeout, true).then(arm, (error: unknown) => {
         this.#collectors.delete(ticket);
-        reject(error);
+        if (error instanceof UnroutableError) resolve(collector.replies);
+        else reject(error);
       });
     });
   }
@@ -217,10 +221,11 @@ export class Mailbox {
     await this.connection.ensure((channel) => channel.deleteQueue(replyQueue.name)).catch(() => undefined);
   }
 
-  async #publish(request: MailboxRequest, timeout: number): Promise<void> {
+  async #publish(request: MailboxRequest, timeout: number, mandatory = false): Promise<void> {
     await this.#producer.publish(request, {
       exchange: this.exchange,
       routingKey: '',
+      mandatory,
       headers: { clock: this.clock.forward(), expires: timeout > 0 ? Date.now() / 1000 + timeout / 1000 : 0 },
       deliveryMode: 2,
       declare: [this.exchange],

@@ -14,6 +14,7 @@ export class MemoryStore implements VirtualStore {
     delayedDelivery: true,
     crashRecovery: false,
     fanout: 'queued',
+    pipelinedClaims: true,
   };
   readonly broker: MemoryBroker;
 

@@ -139,6 +139,10 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     } else {
       const declared = await this.#exchange(exchange);
       if (declared.type === 'fanout' && this.transport.store.features.fanout === 'live') {
+        // Live fanout has no queue to push to, but its subscribers bind queues (as in Kombu): none bound, unroutable.
+        if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
+          throw new UnroutableError(exchange, routingKey);
+        }
         await this.transport.fanoutBus().publish(exchange, routingKey, this.#stored(exchange, routingKey, message));
         return;
       }

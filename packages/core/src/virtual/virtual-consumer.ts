@@ -20,6 +20,8 @@ export class VirtualConsumer implements ConsumerHandle {
   readonly #unsubscribe: Array<() => Promise<void>> = [];
   #prefetch: number;
   #inflight = 0;
+  /** Room taken by claims in flight (counted before they resolve, so a look-ahead claim cannot overrun prefetch). */
+  #reserved = 0;
   #cancelled = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
@@ -87,25 +89,45 @@ export class VirtualConsumer implements ConsumerHandle {
   #room(): number {
     const batch = this.#channel.transport.batchSize;
     if (this.noAck || this.#prefetch === 0) return batch;
-    return Math.min(batch, this.#prefetch - this.#inflight);
+    return Math.min(batch, this.#prefetch - this.#inflight - this.#reserved);
+  }
+
+  /** Claims up to `max`, holding that much room while the call is out; claimed messages count as in flight. */
+  async #claim(max: number, blockMs: number): Promise<Claim[]> {
+    const held = this.noAck ? 0 : max;
+    this.#reserved += held;
+    try {
+      const claims = await this.#channel.claimFor(this.#cycle.items, { max, blockMs, signal: this.#abort.signal, noAck: this.noAck });
+      if (!this.noAck) this.#inflight += claims.length;
+      return claims;
+    } finally {
+      this.#reserved -= held;
+    }
   }
 
   async #run(): Promise<void> {
     let failures = 0;
+    // A claim made before the current batch was handed out (pipelined stores, when the last batch came back full):
+    // the store works on the next batch while this process works on the current one.
+    let ahead: { claims: Promise<Claim[]>; asked: number } | undefined;
+    const pipelined = this.#channel.transport.store.features.pipelinedClaims === true;
     while (!this.#cancelled) {
-      const room = this.#room();
-      if (room <= 0) {
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        continue;
-      }
       let claims: Claim[];
+      let asked: number;
       try {
-        claims = await this.#channel.claimFor(this.#cycle.items, {
-          max: room,
-          blockMs: this.#channel.transport.pollIntervalMs,
-          signal: this.#abort.signal,
-          noAck: this.noAck,
-        });
+        if (ahead) {
+          const pending = ahead;
+          ahead = undefined;
+          asked = pending.asked;
+          claims = await pending.claims;
+        } else {
+          asked = this.#room();
+          if (asked <= 0) {
+            await new Promise<void>((resolve) => (this.#wake = resolve));
+            continue;
+          }
+          claims = await this.#claim(asked, this.#channel.transport.pollIntervalMs);
+        }
         failures = 0;
       } catch (error) {
         if (this.#cancelled) break;
@@ -121,13 +143,20 @@ export class VirtualConsumer implements ConsumerHandle {
         await this.#channel.returnUndelivered(claims);
         break;
       }
+      if (pipelined && claims.length === asked) {
+        const room = this.#room();
+        if (room > 0) ahead = { claims: this.#claim(room, 0), asked: room };
+      }
       for (const claim of claims) {
         this.#cycle.rotate(claim.queue);
-        if (!this.noAck) this.#inflight++;
         this.#channel.deliver(this, claim, this.#options.onMessage);
       }
       // Yield to the event loop between batches so handlers and timers run under a flood of messages.
       if (claims.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    if (ahead) {
+      const late = await ahead.claims.catch(() => [] as Claim[]);
+      await this.#channel.returnUndelivered(late);
     }
   }
 

@@ -61,6 +61,12 @@ export interface VirtualStoreFeatures {
   crashRecovery: boolean;
   /** `queued` = fanout copies go into bound queues through `push`; `live` = through `fanoutBus`. */
   fanout: FanoutDelivery;
+  /**
+   * `claim` may be called again before an earlier call resolved, and the calls resolve in the order they were made
+   * (Redis: one connection, replies in order). Consumers then fetch the next batch while handing out the current
+   * one. Default false.
+   */
+  pipelinedClaims?: boolean;
 }
 
 /** PUB/SUB style fanout for stores where fanout copies are not stored (Redis). */

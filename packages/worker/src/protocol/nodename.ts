@@ -1,9 +1,12 @@
 import { hostname } from 'node:os';
 
+let cached: string | undefined;
+
 /**
  * The node name of a process that is not a worker, as Celery's `anon_nodename()` writes it into a task's `origin`
- * header: `gen<pid>@<hostname>` (Python's `socket.gethostname()` is the same call as `os.hostname()`).
+ * header: `gen<pid>@<hostname>` (Python's `socket.gethostname()` is the same call as `os.hostname()`). Computed
+ * once: it is written into every message sent, and `os.hostname()` is a system call.
  */
 export function anonNodename(): string {
-  return `gen${process.pid}@${hostname()}`;
+  return (cached ??= `gen${process.pid}@${hostname()}`);
 }

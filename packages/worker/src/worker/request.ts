@@ -33,10 +33,15 @@ export class Request {
   readonly delivery: Delivery;
   readonly message: TaskMessage;
   readonly task: Task;
+  // Both controllers are made on first use: most tasks never read their signal or get killed, and an
+  // AbortController per message is a measurable share of a worker's time under a flood of short tasks.
   /** The task's signal: soft time limit, hard time limit or terminate, whichever comes first. */
-  readonly #abort = new AbortController();
+  #abort: AbortController | undefined;
   /** Hard time limit or terminate, even after a soft limit: the run is abandoned and its pool child killed. */
-  readonly #kill = new AbortController();
+  #kill: AbortController | undefined;
+  /** Ends the current run's race with the kill reason (set while the task runs). */
+  #onKill: ((reason: unknown) => void) | undefined;
+  #killReason: Error | undefined;
   timeStart: number | null = null;
   #terminated: string | undefined;
 
@@ -86,9 +91,20 @@ export class Request {
   /** Aborts a running task (revoke with terminate, cold shutdown). */
   terminate(reason: string): void {
     this.#terminated = reason;
-    const error = new TaskRevokedError(`Task ${this.name}[${this.id}] terminated: ${reason}`);
-    this.#abort.abort(error);
-    this.#kill.abort(error);
+    this.#killWith(new TaskRevokedError(`Task ${this.name}[${this.id}] terminated: ${reason}`));
+  }
+
+  #abortController(): AbortController {
+    return (this.#abort ??= new AbortController());
+  }
+
+  #signal = (): AbortSignal => this.#abortController().signal;
+
+  #killWith(error: Error): void {
+    this.#killReason ??= error;
+    this.#abortController().abort(error);
+    this.#kill?.abort(error);
+    this.#onKill?.(error);
   }
 
   info(safe = false): RequestInfo {
@@ -179,12 +195,13 @@ export class Request {
       timers.push(
         setTimeout(() => {
           worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
-          this.#abort.abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
+          this.#abortController().abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
         }, soft * 1000),
       );
     }
-    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#abort.signal, worker.log.child(this.name));
-    const running = worker.pool.run(context, this.#kill.signal);
+    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.log.child(this.name));
+    // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
+    const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
     const races: Array<Promise<unknown>> = [running];
     if (hard !== null && hard > 0) {
       // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
@@ -194,8 +211,7 @@ export class Request {
           timers.push(
             setTimeout(() => {
               const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
-              this.#abort.abort(error);
-              this.#kill.abort(error);
+              this.#killWith(error);
               reject(error);
             }, hard * 1000),
           ),
@@ -204,12 +220,11 @@ export class Request {
     }
     races.push(
       new Promise((_, reject) => {
-        // The kill signal, not the task's: a soft limit may have aborted that one already.
-        const kill = this.#kill.signal;
-        if (kill.aborted && this.#terminated) reject(kill.reason);
-        kill.addEventListener('abort', () => {
-          if (this.#terminated) reject(kill.reason);
-        });
+        // A terminate ends the run (the hard limit has its own racer above); a soft limit only aborts the signal.
+        if (this.#killReason !== undefined && this.#terminated) reject(this.#killReason);
+        this.#onKill = (reason) => {
+          if (this.#terminated) reject(reason);
+        };
       }),
     );
     return Promise.race(races);
@@ -229,7 +244,7 @@ export class Request {
               jitter: this.task.options.retryJitter ?? true,
             })
           : undefined;
-        const context = new TaskContext(worker.app, this.task, this.#requestInfo(), this.#abort.signal, worker.log);
+        const context = new TaskContext(worker.app, this.task, this.#requestInfo(), this.#signal, worker.log);
         await context.retry({ exc: error, ...(countdown === undefined ? {} : { countdown }) });
       } catch (retryError) {
         error = retryError;
