@@ -73,6 +73,24 @@ export async function checkMailboxDestination(context: ConformanceContext): Prom
   }
 }
 
+/**
+ * A broadcast with replies that no node can receive (no queue bound to the mailbox exchange) ends at once with no
+ * replies, instead of waiting out its timeout: the mailbox publishes it mandatory, so the transport must report a
+ * fanout publish that reaches no queue as `UnroutableError` (a worker starting alone skips Mingle's wait this way).
+ */
+export async function checkMailboxNobodyListens(context: ConformanceContext): Promise<void> {
+  const connection = new Connection(await context.openTransport());
+  const client = new Mailbox(connection, { namespace: context.name('lonely') });
+  try {
+    // Far longer than the check may take: only an answer at once passes.
+    const replies = await client.broadcast('ping', { reply: true, timeout: 3_600_000 });
+    if (replies.length !== 0) throw new Error(`broadcast to nobody: expected no replies, got ${JSON.stringify(replies)}`);
+  } finally {
+    await client.close();
+    await connection.close();
+  }
+}
+
 export const mailboxGroup: ConformanceGroup = {
   name: 'mailbox (pidbox remote control)',
   checks: [
@@ -84,6 +102,11 @@ export const mailboxGroup: ConformanceGroup = {
     {
       name: 'a call reaches its destination only, and unknown commands get KeyError',
       run: checkMailboxDestination,
+      skipReason: (setup) => (setup.capabilities.fanout ? undefined : 'transport reports fanout: null'),
+    },
+    {
+      name: 'a broadcast nobody listens to ends at once with no replies',
+      run: checkMailboxNobodyListens,
       skipReason: (setup) => (setup.capabilities.fanout ? undefined : 'transport reports fanout: null'),
     },
   ],
