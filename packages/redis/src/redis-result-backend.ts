@@ -14,6 +14,7 @@ import {
 } from '@kq/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
+import { LuaScript } from './lua-script';
 import { documentValue, parseDocument, writeDocument } from './python-json';
 
 /** Options of the Redis result backend. Celery's names (`global_keyprefix`, ...) are accepted by `createResultBackend`. */
@@ -122,18 +123,10 @@ export class RedisResultBackend implements ResultBackend {
     if (text.length > MAX_VALUE_SIZE) {
       throw new EncodeError(`The result of task ${meta.task_id} is larger than Redis accepts (512 MiB); return less data, or store it elsewhere and return a reference.`);
     }
-    // Celery's rule: once SUCCESS is stored, later writes (a duplicate or lost execution) are dropped.
-    const current = await this.#client.get(key);
-    if (current !== null && storedStatus(current) === 'SUCCESS') return;
     const expiresMs = options.expiresMs ?? this.#expiresMs;
-    const transaction = this.#client.multi();
-    if (expiresMs > 0) transaction.setex(key, Math.max(1, Math.ceil(expiresMs / 1000)), text);
-    else transaction.set(key, text);
-    transaction.publish(key, text);
-    const replies = await transaction.exec();
-    const failure = replies?.find(([error]) => error !== null)?.[0];
-    if (failure) throw failure;
-    if (replies === null) throw new ConnectionLost(`Storing the result of task ${meta.task_id} was aborted by Redis (EXEC returned nil); retry.`);
+    // Celery's rule (once SUCCESS is stored, later writes — a duplicate or lost execution — are dropped), checked
+    // and written in one script: one round trip per result instead of a GET and a MULTI.
+    await STORE_RESULT.run(this.#client, [key], [text, expiresMs > 0 ? Math.max(1, Math.ceil(expiresMs / 1000)) : 0]);
   }
 
   async get(taskId: string): Promise<ResultMeta | null> {
@@ -142,7 +135,11 @@ export class RedisResultBackend implements ResultBackend {
     return text === null ? null : decodeResultMeta(text, taskId);
   }
 
-  /** Subscribes to the task's channel now, before the task is sent, as Celery's client does. */
+  /**
+   * Subscribes to the task's channel now, before the task is sent, as Celery's client does — without waiting for
+   * Redis to confirm (neither does redis-py): `waitFor` reads the key once subscribed, so a result stored before the
+   * SUBSCRIBE took effect is still seen, and the send is not held up by a round trip.
+   */
   async onTaskCall(taskId: string): Promise<void> {
     this.#assertOpen();
     const subscription = this.#subscribe(taskId);
@@ -154,12 +151,7 @@ export class RedisResultBackend implements ResultBackend {
         this.#dropEarly(oldest);
       }
     }
-    try {
-      await subscription.subscribed;
-    } catch (error) {
-      this.#dropEarly(subscription);
-      throw error;
-    }
+    subscription.subscribed.catch(() => this.#dropEarly(subscription));
   }
 
   waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
@@ -435,13 +427,30 @@ export function decodeResultMeta(text: string, taskId: string): ResultMeta {
 }
 
 /** The status of a stored value, or undefined when it is not a readable meta (then it may be overwritten). */
-function storedStatus(text: string): string | undefined {
-  try {
-    return decodeResultMeta(text, '').status;
-  } catch {
-    return undefined;
-  }
-}
+/**
+ * Stores a result unless SUCCESS is stored already, and publishes it to the key's channel.
+ * KEYS: the result key. ARGV: the meta text, seconds to keep it (0 = forever). Returns 1 when stored, 0 when not.
+ * Celery and kq write `status` first (`{"status": "..."`), so it is read without decoding the whole result; a value
+ * written some other way is decoded.
+ */
+const STORE_RESULT = new LuaScript(
+  'store_result',
+  `
+local current = redis.call('GET', KEYS[1])
+if current then
+  local status = string.match(current, '^{"status": "([^"]*)"')
+  if not status then
+    local ok, meta = pcall(cjson.decode, current)
+    if ok and type(meta) == 'table' then status = meta['status'] end
+  end
+  if status == 'SUCCESS' then return 0 end
+end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('SETEX', KEYS[1], ttl, ARGV[1]) else redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('PUBLISH', KEYS[1], ARGV[1])
+return 1
+`,
+);
 
 async function disconnect(client: Redis): Promise<void> {
   if (client.status === 'ready') {
