@@ -7,6 +7,7 @@ import {
   type ConsumerHandle,
 } from '@kq/core';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
+import { AckCoalescer } from './ack-coalescer';
 import { AmqpDelivery, type SettleAction } from './amqp-delivery';
 import { ConsumerCancelled, brokerText, toKqError } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
@@ -84,6 +85,8 @@ export class AmqpConsumer implements ConsumerHandle {
   readonly #options: ConsumeOptions;
   readonly #noAck: boolean;
   readonly #slot: ChannelSlot;
+  /** The acks of the current channel (a new channel gets a new one: delivery tags start again at 1). */
+  #acks: { channel: AmqplibChannel; coalescer: AckCoalescer } | undefined;
   readonly #subscriptions: Subscription[];
   #prefetch: number;
   #brokerPrefetch = -1;
@@ -187,6 +190,7 @@ export class AmqpConsumer implements ConsumerHandle {
   }
 
   async #finish(): Promise<void> {
+    this.#acks?.coalescer.flush(); // acks still waiting for the end of the turn go out before the channel closes
     await this.#slot.close();
     this.#owner.forgetConsumer(this);
   }
@@ -196,6 +200,7 @@ export class AmqpConsumer implements ConsumerHandle {
   async #setUp(channel: AmqplibChannel, incarnation: number): Promise<void> {
     // A new channel holds nothing yet: whatever the old one delivered was requeued by the broker.
     this.#inflight = 0;
+    this.#acks = { channel, coalescer: new AckCoalescer(channel) };
     this.#backlog.drain();
     clearTimeout(this.#refillTimer);
     this.#refillTimer = undefined;
@@ -352,9 +357,11 @@ export class AmqpConsumer implements ConsumerHandle {
       this.#dispatch(subscription, channel, incarnation, message);
       return;
     }
+    const acks = this.#coalescerOf(channel);
+    acks?.received(message);
     if (this.#cancelled) {
       // In flight when we cancelled: never handed out, so give it straight back.
-      rejectQuietly(channel, message, true);
+      this.#rejectQuietly(channel, message, true);
       return;
     }
     // Not dispatched right away: amqplib emits every delivery of one socket read in a row, and RabbitMQ sends each
@@ -416,8 +423,10 @@ export class AmqpConsumer implements ConsumerHandle {
     }
     if (!this.#slot.owns(channel, incarnation)) return Promise.reject(staleDelivery(action, tag, queue));
     try {
-      if (action === 'ack') channel.ack(message);
-      else channel.reject(message, action === 'requeue');
+      const acks = this.#coalescerOf(channel);
+      if (!acks) throw new Error('no longer the consumer channel');
+      if (action === 'ack') acks.ack(message);
+      else acks.reject(message, action === 'requeue');
     } catch {
       return Promise.reject(staleDelivery(action, tag, queue));
     }
@@ -500,7 +509,21 @@ export class AmqpConsumer implements ConsumerHandle {
   }
 
   #returnBacklog(channel: AmqplibChannel): void {
-    for (const buffered of this.#backlog.drain()) if (buffered.channel === channel) rejectQuietly(channel, buffered.message, true);
+    for (const buffered of this.#backlog.drain()) if (buffered.channel === channel) this.#rejectQuietly(channel, buffered.message, true);
+  }
+
+  #coalescerOf(channel: AmqplibChannel): AckCoalescer | undefined {
+    return this.#acks?.channel === channel ? this.#acks.coalescer : undefined;
+  }
+
+  #rejectQuietly(channel: AmqplibChannel, message: AmqplibConsumeMessage, requeue: boolean): void {
+    try {
+      const acks = this.#coalescerOf(channel);
+      if (acks) acks.reject(message, requeue);
+      else channel.reject(message, requeue);
+    } catch {
+      // The channel is gone, which requeues the message anyway.
+    }
   }
 }
 
@@ -531,13 +554,6 @@ function describeChannelLoss(tag: string, error: Error): KqError {
   return new KqError(`Consumer ${tag} lost its channel (${text}); resuming on a new one.`, { cause: error });
 }
 
-function rejectQuietly(channel: AmqplibChannel, message: AmqplibConsumeMessage, requeue: boolean): void {
-  try {
-    channel.reject(message, requeue);
-  } catch {
-    // The channel is gone, which requeues the message anyway.
-  }
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -148,7 +148,8 @@ export class Request {
       const value = await this.#run(timers);
       outcome = 'succeeded';
       const runtime = (performance.now() - started) / 1000;
-      worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
+      // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
+      if (worker.log.enabled('info')) worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
       await this.#sendCallbacks(value);
@@ -159,7 +160,7 @@ export class Request {
       for (const timer of timers) clearTimeout(timer);
       worker.state.taskReady(this);
     }
-    worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
+    if (worker.log.enabled('debug')) worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
   }
 
   /**

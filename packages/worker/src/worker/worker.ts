@@ -306,7 +306,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await request.discardRevoked();
       return;
     }
-    this.log.info(`Task ${message.name}[${message.id}] received`);
+    if (this.log.enabled('info')) this.log.info(`Task ${message.name}[${message.id}] received`);
     this.state.reserved.add(request);
     this.emitTask('received', request);
     this.autoscaler?.maybeScale();
