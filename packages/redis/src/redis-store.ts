@@ -16,6 +16,7 @@ import {
 } from '@kq/core';
 import type { Redis } from 'ioredis';
 import { AckBatcher, type PendingAck } from './ack-batcher';
+import { PushBatcher } from './push-batcher';
 import { BlockingPool } from './blocking-pool';
 import type { ConnectionFactory } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
@@ -101,6 +102,7 @@ export class RedisStore implements VirtualStore {
   readonly #settings: RedisStoreSettings;
   readonly #leases: LeaseKeeper;
   readonly #acks: AckBatcher;
+  readonly #pushes: PushBatcher;
   /** Exchange types this process knows (declared, looked up or inferred), for binding patterns. */
   readonly #exchangeTypes = new Map<string, ExchangeType>();
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
@@ -123,6 +125,7 @@ export class RedisStore implements VirtualStore {
     this.#settings = settings;
     this.layout = settings.layout;
     this.#acks = new AckBatcher((acks) => this.#sendAcks(acks));
+    this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values));
     this.#leases = new LeaseKeeper({
       intervalMs: settings.leaseRenewIntervalMs,
       renew: (pairs) => this.#renew(pairs),
@@ -182,8 +185,8 @@ export class RedisStore implements VirtualStore {
   }
 
   async close(): Promise<void> {
-    // Acks handed to us before close still go out.
-    if (this.#commands) await this.#acks.flush();
+    // Pushes and acks handed to us before close still go out.
+    if (this.#commands) await Promise.all([this.#pushes.flush(), this.#acks.flush()]);
     this.#closed = true;
     this.#stopBackground();
     await this.#pool?.close();
@@ -195,6 +198,7 @@ export class RedisStore implements VirtualStore {
   terminate(): void {
     this.#closed = true;
     this.#acks.failAll(new ConnectionLost('The Redis store was terminated before this ack was sent.'));
+    this.#pushes.failAll(new ConnectionLost('The Redis store was terminated before this message was sent.'));
     this.#stopBackground();
     this.#pool?.terminate();
     this.#subscriber?.disconnect();
@@ -370,8 +374,15 @@ export class RedisStore implements VirtualStore {
 
   // ——— messages ———
 
-  async push(queue: string, message: StoredMessage, priority: number): Promise<void> {
-    await this.commands.lpush(this.layout.listKey(queue, priority), encodeEnvelope(message));
+  push(queue: string, message: StoredMessage, priority: number): Promise<void> {
+    // Encoded now (a throw is this call's), sent at the end of the turn with the turn's other pushes to that list.
+    let envelope: string;
+    try {
+      envelope = encodeEnvelope(message);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#pushes.push(this.layout.listKey(queue, priority), envelope);
   }
 
   async pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {

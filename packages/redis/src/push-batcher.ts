@@ -1,0 +1,73 @@
+/** Most envelopes sent in one LPUSH (keeps a single command, and Redis's time on it, bounded). */
+const MAX_VALUES = 1000;
+
+interface PendingPush {
+  readonly values: string[];
+  readonly waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }>;
+}
+
+/**
+ * Gathers the pushes to each list made in one turn of the event loop into one `LPUSH key v1 v2 ...`: Redis pushes
+ * the values in the order given, so the list order (and FIFO consumption) is what one LPUSH each would have made,
+ * while a burst of publishes costs one command and one socket write per list instead of one per message.
+ * A push waits only until the microtasks queued when it was made have run (`process.nextTick`), not for I/O.
+ */
+export class PushBatcher {
+  readonly #send: (key: string, values: readonly string[]) => Promise<unknown>;
+  readonly #pending = new Map<string, PendingPush>();
+  #scheduled = false;
+
+  constructor(send: (key: string, values: readonly string[]) => Promise<unknown>) {
+    this.#send = send;
+  }
+
+  push(key: string, value: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let pending = this.#pending.get(key);
+      if (!pending) {
+        pending = { values: [], waiters: [] };
+        this.#pending.set(key, pending);
+      }
+      pending.values.push(value);
+      pending.waiters.push({ resolve, reject });
+      if (pending.values.length >= MAX_VALUES) void this.#sendOne(key, pending);
+      else if (!this.#scheduled) {
+        this.#scheduled = true;
+        // After the microtasks queued now have run: every push a burst of sends makes without I/O in between.
+        process.nextTick(() => void this.flush());
+      }
+    });
+  }
+
+  /** Sends everything waiting now; resolves once sent (failures reach the pushes' own promises). */
+  flush(): Promise<void> {
+    this.#scheduled = false;
+    const sends: Array<Promise<void>> = [];
+    for (const [key, pending] of this.#pending) sends.push(this.#sendOne(key, pending));
+    return Promise.all(sends).then(() => undefined);
+  }
+
+  /** Fails every waiting push (the store is closing). */
+  failAll(error: unknown): void {
+    for (const pending of this.#pending.values()) for (const waiter of pending.waiters) waiter.reject(error);
+    this.#pending.clear();
+  }
+
+  #sendOne(key: string, pending: PendingPush): Promise<void> {
+    this.#pending.delete(key);
+    let sent: Promise<unknown>;
+    try {
+      sent = this.#send(key, pending.values);
+    } catch (error) {
+      sent = Promise.reject(error); // a store without a connection throws at once
+    }
+    return sent.then(
+      () => {
+        for (const waiter of pending.waiters) waiter.resolve();
+      },
+      (error: unknown) => {
+        for (const waiter of pending.waiters) waiter.reject(error);
+      },
+    );
+  }
+}
