@@ -61,7 +61,7 @@ export function allCases(): BenchCase[] {
   const inFlight = `${BATCH} in flight`;
   return [
     ...enqueueCases('redis', ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis'], {
-      kq: `${inFlight} (auto-pipelined)`,
+      kq: `${inFlight} (one LPUSH per burst)`,
       bullmq: `addBulk(${BATCH})`,
       'bee-queue': `saveAll(${BATCH})`,
       'celery-node': inFlight,

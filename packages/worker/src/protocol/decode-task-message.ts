@@ -69,8 +69,8 @@ function decodeFields(
 ): TaskMessage {
   const rawName = fields.task;
   const rawId = fields.id;
-  const subject = `task message ${label(rawName)} (id ${label(rawId)}, protocol ${protocol})`;
-  const read = new MessageFields(subject);
+  // Described only when something is wrong: a valid message never pays for the label.
+  const read = new MessageFields(() => `task message ${label(rawName)} (id ${label(rawId)}, protocol ${protocol})`);
   if (typeof rawName !== 'string' || rawName === '') {
     throw read.fail(
       rawName === undefined || rawName === null ? 'the task name ("task") is missing' : `the task name must be a non-empty string, got ${describeValue(rawName)}`,
@@ -136,23 +136,23 @@ function decodeV2(
   properties: Record<string, unknown>,
   options: DecodeTaskOptions,
 ): TaskMessage {
-  const subject = `task ${label(headers.task)} (id ${label(headers.id)})`;
+  const subject = (): string => `task ${label(headers.task)} (id ${label(headers.id)})`;
   if (!Array.isArray(payload)) {
     throw new InvalidTaskError(
-      `Invalid protocol 2 body for ${subject}: expected the list [args, kwargs, embed], got ${describeValue(payload)}.`,
+      `Invalid protocol 2 body for ${subject()}: expected the list [args, kwargs, embed], got ${describeValue(payload)}.`,
     );
   }
   if (payload.length !== 3) {
     // Python 5.2 workers die on a 2-element body and the restored message kills them again (WIRE fact 1).
     throw new InvalidTaskError(
-      `Invalid protocol 2 body for ${subject}: it has ${payload.length} element${payload.length === 1 ? '' : 's'}, ` +
+      `Invalid protocol 2 body for ${subject()}: it has ${payload.length} element${payload.length === 1 ? '' : 's'}, ` +
         `but it must be exactly [args, kwargs, embed]${payload.length === 2 ? ' (the embed element is missing: send null or {} as the third element; Python workers crash on 2-element bodies)' : ''}.`,
     );
   }
   const [args, kwargs, embed] = payload as [unknown, unknown, unknown];
   if (embed !== null && !isPlainRecord(embed)) {
     throw new InvalidTaskError(
-      `Invalid protocol 2 body for ${subject}: the third element (embed) must be an object or null, got ${describeValue(embed)}.`,
+      `Invalid protocol 2 body for ${subject()}: the third element (embed) must be an object or null, got ${describeValue(embed)}.`,
     );
   }
   return decodeFields(headers, properties, { args, kwargs, embed: embed ?? {} }, customHeadersOf(headers), 2, options.timezone ?? 'UTC');
@@ -204,6 +204,6 @@ function label(value: unknown): string {
 
 function customHeadersOf(headers: Record<string, unknown>): Record<string, unknown> {
   const custom: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(headers)) if (!PROTOCOL_HEADER_KEYS.has(key)) setOwn(custom, key, value);
+  for (const key of Object.keys(headers)) if (!PROTOCOL_HEADER_KEYS.has(key)) setOwn(custom, key, headers[key]);
   return custom;
 }

@@ -7,10 +7,16 @@ import type { SignatureJson } from './task-message-types';
  * can reject the message with a reason instead of failing later inside a task.
  */
 export class MessageFields {
-  constructor(
-    /** Describes the message in errors, e.g. `task "proj.add" (id 1234)`. */
-    private readonly subject: string,
-  ) {}
+  readonly #subject: string | (() => string);
+
+  /** `subject` describes the message in errors, e.g. `task "proj.add" (id 1234)`; a function is called only then. */
+  constructor(subject: string | (() => string)) {
+    this.#subject = subject;
+  }
+
+  private get subject(): string {
+    return typeof this.#subject === 'function' ? this.#subject() : this.#subject;
+  }
 
   fail(what: string): InvalidTaskError {
     return new InvalidTaskError(`Invalid ${this.subject}: ${what}. A worker cannot run the message as sent.`);
