@@ -44,15 +44,50 @@ local function owned(unacked, index, holders, tag, token)
   return redis.call('HEXISTS', unacked, tag) == 1
 end
 
--- ack of one claim: 1 when it was ours and is now forgotten, 0 when stale (and our own void records dropped)
-local function ack_one(unacked, index, leases, holders, tag, token)
-  local tok, score = parse_holder(redis.call('HGET', holders, tag))
-  if tok == nil or tok ~= token then return 0 end
-  redis.call('HDEL', holders, tag)
-  redis.call('ZREM', leases, tag)
-  if not same_score(redis.call('ZSCORE', index, tag), score) then return 0 end
-  redis.call('ZREM', index, tag)
-  return redis.call('HDEL', unacked, tag)
+-- a variadic command over a list of arguments, in chunks (Lua's unpack has a stack limit)
+local function each_chunk(command, key, items)
+  for first = 1, #items, 2000 do
+    redis.call(command, key, unpack(items, first, math.min(first + 1999, #items)))
+  end
+end
+
+-- acks of claims, each pair (tag, token) in order: 1 when the claim was ours and is now forgotten, 0 when stale (our
+-- own void records are dropped then). One HMGET and four variadic deletes for the whole batch instead of six calls
+-- per claim: a flood of short tasks spends much of Redis's time here.
+local function ack_many(unacked, index, leases, holders, pairs)
+  local n = #pairs / 2
+  local results = {}
+  if n == 0 then return results end
+  local tags = {}
+  for k = 1, n do tags[k] = pairs[2 * k - 1] end
+  local records = redis.call('HMGET', holders, unpack(tags))
+  local gone = {}
+  local drop_holder, drop_index = {}, {}
+  for k = 1, n do
+    local tag, token = tags[k], pairs[2 * k]
+    results[k] = 0
+    if not gone[tag] then
+      local tok, score = parse_holder(records[k] or nil)
+      if tok ~= nil and tok == token then
+        gone[tag] = true
+        drop_holder[#drop_holder + 1] = tag
+        if same_score(redis.call('ZSCORE', index, tag), score) then
+          drop_index[#drop_index + 1] = tag
+          results[k] = 1
+        end
+      end
+    end
+  end
+  if #drop_holder > 0 then
+    each_chunk('HDEL', holders, drop_holder)
+    each_chunk('ZREM', leases, drop_holder)
+  end
+  if #drop_index > 0 then
+    -- index and unacked are written and removed together (by Kombu too): a matching score means the entry is there
+    each_chunk('ZREM', index, drop_index)
+    each_chunk('HDEL', unacked, drop_index)
+  end
+  return results
 end
 
 local function forget(unacked, index, leases, holders, tag)
@@ -120,10 +155,9 @@ local acked = {}
 if nacks > 0 then
   acked = replayed(KEYS[6])
   if not acked then
-    acked = {}
-    for k = 1, nacks do
-      acked[k] = ack_one(unacked, index, leases, holders, ARGV[a + 2 * k - 1], ARGV[a + 2 * k])
-    end
+    local pairs = {}
+    for k = 1, 2 * nacks do pairs[k] = ARGV[a + k] end
+    acked = ack_many(unacked, index, leases, holders, pairs)
     remember(KEYS[6], acked)
   end
 end
@@ -131,6 +165,7 @@ end
 local now_ms, now_sec = now()
 local claims, bad = {}, {}
 local taken, seq = 0, 0
+local rec_index, rec_unacked, rec_leases, rec_holders = {}, {}, {}, {}
 
 local function key_for(q, step)
   if tonumber(step) == 0 then return prefix .. q end
@@ -195,10 +230,13 @@ local function take(q, step, key, raw)
   if not noack then
     seq = seq + 1
     token = token_base .. '.' .. seq
-    redis.call('ZADD', index, now_sec, tag)
-    redis.call('HSET', unacked, tag, '[' .. raw .. ', ' .. pystr(ex) .. ', ' .. pystr(rk) .. ']')
-    redis.call('ZADD', leases, now_ms + lease_ms, tag)
-    redis.call('HSET', holders, tag, token .. '\\n' .. now_sec .. '\\n' .. q)
+    -- written for the whole batch at the end (variadic ZADD/HSET), in this order, so a tag taken twice ends as the
+    -- last take left it
+    local w = #rec_unacked
+    rec_index[w + 1], rec_index[w + 2] = now_sec, tag
+    rec_unacked[w + 1], rec_unacked[w + 2] = tag, '[' .. raw .. ', ' .. pystr(ex) .. ', ' .. pystr(rk) .. ']'
+    rec_leases[w + 1], rec_leases[w + 2] = now_ms + lease_ms, tag
+    rec_holders[w + 1], rec_holders[w + 2] = tag, token .. '\\n' .. now_sec .. '\\n' .. q
   end
   claims[#claims + 1] = q
   claims[#claims + 1] = step
@@ -249,6 +287,12 @@ while taken < max and attempts < max + 64 do
   end
   if not found then break end
 end
+if #rec_unacked > 0 then
+  each_chunk('ZADD', index, rec_index)
+  each_chunk('HSET', unacked, rec_unacked)
+  each_chunk('ZADD', leases, rec_leases)
+  each_chunk('HSET', holders, rec_holders)
+end
 return { claims, bad, acked }
 `,
 );
@@ -264,11 +308,7 @@ export const ACK = new LuaScript(
     `
 local prior = replayed(KEYS[5])
 if prior then return prior end
-local results = {}
-for a = 1, #ARGV, 2 do
-  results[#results + 1] = ack_one(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[a], ARGV[a + 1])
-end
-return remember(KEYS[5], results)
+return remember(KEYS[5], ack_many(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV))
 `,
 );
 
