@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { RunnerProcess } from './runner-process';
-import { BENCH_DIR, tsxLoader, REPO_TSCONFIG } from './systems';
+import { BENCH_DIR, kqBuild, tsxLoader } from './systems';
 
 export interface ExtraResult {
   file: string;
@@ -30,7 +30,7 @@ export async function runExtras(options: { n: number; runs: number; redisUrl: st
       command: process.execPath,
       args: ['--import', tsxLoader(), path, ...args(options.n, options.runs)],
       cwd: BENCH_DIR,
-      env: { ...process.env, KQ_REDIS_URL: options.redisUrl, KQ_AMQP_URL: options.amqpUrl, TSX_TSCONFIG_PATH: REPO_TSCONFIG, NO_COLOR: '1' },
+      env: { ...process.env, KQ_REDIS_URL: options.redisUrl, KQ_AMQP_URL: options.amqpUrl, TSX_TSCONFIG_PATH: kqBuild().tsconfig, NO_COLOR: '1' },
       onLine: (line) => lines.push(line),
     });
     const exit = await Promise.race([runner.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), options.timeoutMs).unref())]);

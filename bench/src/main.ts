@@ -20,7 +20,7 @@ import { runExtras } from './extras';
 import { runCase, type RunMeasurement, type RunSettings } from './run-case';
 import { installExitHooks } from './runner-process';
 import { acquireRunLock } from './run-lock';
-import { BENCH_DIR, PYTHON } from './systems';
+import { BENCH_DIR, kqBuild, PYTHON } from './systems';
 import { execFile } from 'node:child_process';
 
 const RESULTS_FILE = 'RESULTS.md';
@@ -119,6 +119,7 @@ async function main(): Promise<number> {
       runs: options.runs,
       durationS: seconds,
       chartFile: CHART_FILE,
+      kqBuilt: kqBuild().built,
       extras,
     });
     await writeFile(join(BENCH_DIR, RESULTS_FILE), markdown);

@@ -1,4 +1,5 @@
 // The systems measured, and how each one's runner process is started.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPEC_ENV, type RunnerSpec } from './protocol';
@@ -40,7 +41,19 @@ export function parseSystems(list: string): SystemId[] {
 
 export const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
 const PYTHON_DIR = fileURLToPath(new URL('../python', import.meta.url));
-export const REPO_TSCONFIG = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
+const REPO_TSCONFIG = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
+const RUNNERS_TSCONFIG = fileURLToPath(new URL('../tsconfig.runners.json', import.meta.url));
+const BUILT_PACKAGES = ['core', 'redis', 'amqp', 'worker'].map((name) => fileURLToPath(new URL(`../../packages/${name}/dist/index.js`, import.meta.url)));
+
+/**
+ * Whether runners load kq as built (packages/dist, tsup's output: what users install and run) or from the
+ * TypeScript sources (compiled by tsx on the fly). `pnpm bench` builds first, so it measures the built packages;
+ * the sources are the fallback of a checkout that was not built (the bench's own tests on a fresh clone).
+ */
+export function kqBuild(): { built: boolean; tsconfig: string } {
+  const built = BUILT_PACKAGES.every((file) => existsSync(file));
+  return { built, tsconfig: built ? RUNNERS_TSCONFIG : REPO_TSCONFIG };
+}
 export const PYTHON = process.env['KQ_PYTHON'] ?? '/usr/bin/python3';
 
 /** tsx's loader, so runners start as `node --import tsx <runner>.ts` (no extra wrapper process to kill). */
@@ -49,8 +62,8 @@ export function tsxLoader(): string {
 }
 
 /**
- * How to start `system` for `spec`: Node runners are `runners/<system>.ts` under tsx, with @kq/* resolved to the
- * TypeScript sources through the repository's tsconfig paths (as the tests do); Python Celery is Debian's celery
+ * How to start `system` for `spec`: Node runners are `runners/<system>.ts` under tsx, with @kq/* loaded as
+ * {@link kqBuild} says (the built packages after `pnpm build`); Python Celery is Debian's celery
  * with the fixture app in python/, its workers started the way users start them (`python3 -m celery worker`).
  */
 export function runnerCommand(system: SystemId, spec: RunnerSpec, label: string): RunnerCommand {
@@ -61,7 +74,7 @@ export function runnerCommand(system: SystemId, spec: RunnerSpec, label: string)
       command: process.execPath,
       args: [...runnerNodeFlags(), '--import', tsxLoader(), fileURLToPath(new URL(`./runners/${system}.ts`, import.meta.url))],
       cwd: BENCH_DIR,
-      env: { ...env, TSX_TSCONFIG_PATH: REPO_TSCONFIG },
+      env: { ...env, TSX_TSCONFIG_PATH: kqBuild().tsconfig },
     };
   }
   const pythonEnv: NodeJS.ProcessEnv = {

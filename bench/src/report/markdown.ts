@@ -16,6 +16,8 @@ export interface ReportInput {
   runs: number;
   durationS: number;
   chartFile: string;
+  /** kq ran as built (packages/dist), not from the TypeScript sources. */
+  kqBuilt?: boolean;
   /** Output of the standalone benchmarks (`--extras`). */
   extras?: readonly ExtraResult[];
 }
@@ -33,7 +35,10 @@ export function renderMarkdown(input: ReportInput): string {
       'RabbitMQ; Redis was flushed and queues purged before every run, and runs were interleaved (run 1 of every case of a ' +
       'workload, then run 2, ...) so that load from elsewhere falls on all systems alike. Tables show the median of the runs with min and max; ' +
       '**kq ×** is how many times faster kq is than that row (throughput: kq ÷ row, latency: row ÷ kq; above 1 = kq faster), ' +
-      'taken from kq in the same mode.',
+      'taken from kq in the same mode. ' +
+      (input.kqBuilt === false
+        ? 'kq ran from its TypeScript sources (the packages were not built).'
+        : 'kq ran as users run it: the built packages (`pnpm build`, tsup output), on Node defaults.'),
     '',
   );
   out.push(`![Chart of the medians](${input.chartFile})`, '');

@@ -61,6 +61,7 @@ export {
   type TransportModule,
   type TransportOptions,
 } from './transport-registry';
+export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
 export { Connection, declareEntity, type ConnectionOptions, type Entity } from './connection';
 export { DEFAULT_RETRY_POLICY, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type ProducerOptions, type PublishParams } from './producer';

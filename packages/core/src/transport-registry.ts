@@ -1,5 +1,6 @@
 import { TransportNotInstalled, UnknownTransport } from './errors';
 import { MemoryTransport } from './memory/memory-transport';
+import { importOptionalPackage, isModuleNotFound } from './optional-package';
 import type { Transport } from './transport';
 
 /** Options passed through to the transport a URL selects (each transport documents its own). */
@@ -69,7 +70,7 @@ function normaliseScheme(scheme: string): string {
 async function loadFactory(scheme: string, packageName: string): Promise<TransportFactory> {
   let module: Partial<TransportModule>;
   try {
-    module = (await importPackage(packageName)) as Partial<TransportModule>;
+    module = (await importOptionalPackage(packageName)) as Partial<TransportModule>;
   } catch (error) {
     if (isModuleNotFound(error, packageName)) throw new TransportNotInstalled(scheme, packageName, { cause: error });
     throw error;
@@ -80,16 +81,4 @@ async function loadFactory(scheme: string, packageName: string): Promise<Transpo
     });
   }
   return module.createTransport;
-}
-
-// A separate function so bundlers leave the specifier alone: the transport packages are optional.
-function importPackage(name: string): Promise<unknown> {
-  return import(/* @vite-ignore */ name);
-}
-
-function isModuleNotFound(error: unknown, packageName: string): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  const notFound = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND';
-  return notFound && (typeof message !== 'string' || message.includes(packageName));
 }

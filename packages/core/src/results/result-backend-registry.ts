@@ -1,5 +1,6 @@
 import { TransportNotInstalled, UnknownTransport } from '../errors';
 import { MemoryResultBackend } from './memory-result-backend';
+import { importOptionalPackage } from '../optional-package';
 import type { ResultBackend } from './result-backend';
 
 /** Options for a result backend; `connection` is the app's broker connection for backends that ride on it (rpc). */
@@ -32,7 +33,7 @@ export async function createResultBackend(url: string, options: ResultBackendOpt
     const packageName = entry.packageName;
     let module: { createResultBackend?: ResultBackendFactory };
     try {
-      module = (await import(/* @vite-ignore */ packageName)) as { createResultBackend?: ResultBackendFactory };
+      module = (await importOptionalPackage(packageName)) as { createResultBackend?: ResultBackendFactory };
     } catch (error) {
       throw new TransportNotInstalled(scheme, packageName, { cause: error });
     }

@@ -1,4 +1,4 @@
-import { OptionalDependencyMissing, UnsupportedFeature, type Transport } from '@kq/core';
+import { OptionalDependencyMissing, UnsupportedFeature, importOptionalPackage, type Transport } from '@kq/core';
 
 /** The transport packages that ship beat leases and periodic cycle registers, by transport name. */
 const PACKAGES: Readonly<Record<string, string>> = { redis: '@kq/redis', amqp: '@kq/amqp' };
@@ -18,7 +18,7 @@ export async function loadBrokerFactory<F extends (...args: never[]) => unknown>
   }
   let module: Record<string, unknown>;
   try {
-    module = (await importPackage(packageName)) as Record<string, unknown>;
+    module = (await importOptionalPackage(packageName)) as Record<string, unknown>;
   } catch (error) {
     throw new OptionalDependencyMissing(packageName, purpose, { cause: error });
   }
@@ -27,9 +27,4 @@ export async function loadBrokerFactory<F extends (...args: never[]) => unknown>
     throw new UnsupportedFeature(`${purpose} needs ${packageName} to export ${name}(); upgrade ${packageName} to the version of @kq/worker.`);
   }
   return factory as F;
-}
-
-// A separate function so bundlers leave the specifier alone: the transport packages are optional.
-function importPackage(name: string): Promise<unknown> {
-  return import(/* @vite-ignore */ name);
 }
