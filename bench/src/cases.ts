@@ -22,7 +22,10 @@ export interface BenchCase {
   mode: EnqueueMode;
   /** W2/W3 worker concurrency (Python prefork: pool processes). */
   concurrency: number;
-  /** Python Celery's pool (`solo`/`prefork`), raw Redis's drain flavour (`brpop`/`rpop-batch`). */
+  /**
+   * Python Celery's pool (`solo`/`prefork`), raw Redis's drain flavour (`brpop`/`rpop-batch`), raw amqplib's
+   * message shape (`celery-message`: a Celery task message instead of bare JSON).
+   */
   variant: string | null;
 }
 
@@ -104,6 +107,13 @@ export function allCases(): BenchCase[] {
     make('amqp', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
     make('amqp', 'W2', 'celery-node', { label: 'celery.node (acks on receipt)' }),
     make('amqp', 'W2', 'raw-amqplib', { label: 'raw amqplib, prefetch 200, ack each' }),
+    // The same consumer on Celery task messages (the bytes kq and Celery send: protocol 2 headers), to show what
+    // the wire format itself costs the broker and the driver, apart from what the worker does with them.
+    make('amqp', 'W2', 'raw-amqplib', {
+      suffix: 'celery',
+      variant: 'celery-message',
+      label: 'raw amqplib on Celery task messages, prefetch 200, ack each',
+    }),
     make('amqp', 'W3', 'kq', { label: 'kq (rpc:// results)' }),
     make('amqp', 'W3', 'celery-node', { label: 'celery.node (polls every 5 ms)' }),
     make('amqp', 'W3', 'raw-amqplib', { label: 'raw amqplib, reply queue' }),

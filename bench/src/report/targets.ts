@@ -103,7 +103,7 @@ export function checkTargets(outcomes: readonly CaseOutcome[]): TargetCheck[] {
 
   const kqAmqp = rate(outcomes, 'amqp', 'W2', both(isKq, (o) => o.case.concurrency === 100));
   checks.push(
-    ratioCheck('W2 drain, RabbitMQ: kq ≥ 0.75× raw amqplib consume+ack', kqAmqp, rate(outcomes, 'amqp', 'W2', isSystem('raw-amqplib')), 0.75),
+    ratioCheck('W2 drain, RabbitMQ: kq ≥ 0.75× raw amqplib consume+ack', kqAmqp, rate(outcomes, 'amqp', 'W2', (o) => isSystem('raw-amqplib')(o) && o.case.variant === null), 0.75),
     ratioCheck(`W2 drain, RabbitMQ: kq ≥ 1.5× ${SYSTEM_NAMES['celery-node']}`, kqAmqp, rate(outcomes, 'amqp', 'W2', isSystem('celery-node')), 1.5),
   );
   return checks;

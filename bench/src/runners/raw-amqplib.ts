@@ -1,7 +1,8 @@
 // The floor on RabbitMQ: amqplib with nothing on top. Persistent messages to a durable queue on a confirm channel
 // (each confirm awaited, or 1000 in flight then waitForConfirms), a consumer with prefetch 200 that acks each
 // message, and a round trip as publish + reply on an exclusive reply queue. TCP_NODELAY on, as in kq's transport.
-import { connect, type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
 import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
 
@@ -12,7 +13,56 @@ function payload(index: number): Buffer {
 }
 
 function indexOf(content: Buffer): unknown {
-  return (JSON.parse(content.toString('utf8')) as { args: unknown[] }).args[0];
+  const body = JSON.parse(content.toString('utf8')) as { args: unknown[] } | [unknown[], unknown, unknown];
+  return Array.isArray(body) ? body[0][0] : body.args[0];
+}
+
+/**
+ * A Celery protocol 2 task message as Celery (and kq) publish it: body `[args, kwargs, embed]`, the task's fields as
+ * headers, correlation id and reply-to as properties. Written by hand here, so no kq code is on the raw path.
+ */
+function celeryMessage(index: number): { content: Buffer; options: Options.Publish } {
+  const id = randomUUID();
+  return {
+    content: Buffer.from(JSON.stringify([[index], {}, { callbacks: null, errbacks: null, chain: null, chord: null }])),
+    options: {
+      persistent: true,
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      correlationId: id,
+      replyTo: RAW_REPLY_TO,
+      priority: 0,
+      headers: {
+        lang: 'py',
+        task: TASK_NAME,
+        id,
+        shadow: null,
+        eta: null,
+        expires: null,
+        group: null,
+        group_index: null,
+        retries: 0,
+        timelimit: [null, null],
+        root_id: id,
+        parent_id: null,
+        argsrepr: `(${index},)`,
+        kwargsrepr: '{}',
+        origin: `gen${process.pid}@bench`,
+        ignore_result: false,
+        replaced_task_nesting: 0,
+        stamped_headers: null,
+        stamps: {},
+      },
+    },
+  };
+}
+
+const RAW_REPLY_TO = randomUUID();
+
+/** What the case publishes: bare JSON, or (variant `celery-message`) a Celery task message. */
+function message(spec: RunnerSpec, index: number): { content: Buffer; options: Options.Publish } {
+  if (spec.variant === 'celery-message') return celeryMessage(index);
+  return { content: payload(index), options: { persistent: true, contentType: 'application/json' } };
 }
 
 async function open(spec: RunnerSpec): Promise<ChannelModel> {
@@ -22,9 +72,9 @@ async function open(spec: RunnerSpec): Promise<ChannelModel> {
   return connection;
 }
 
-function publishConfirmed(channel: ConfirmChannel, queue: string, content: Buffer): Promise<void> {
+function publishConfirmed(channel: ConfirmChannel, queue: string, { content, options }: { content: Buffer; options: Options.Publish }): Promise<void> {
   return new Promise((resolve, reject) => {
-    channel.publish('', queue, content, { persistent: true, contentType: 'application/json' }, (error) => (error ? reject(error) : resolve()));
+    channel.publish('', queue, content, options, (error) => (error ? reject(error) : resolve()));
   });
 }
 
@@ -34,11 +84,12 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   await channel.assertQueue(spec.queue, { durable: true });
   const start = performance.now();
   if (spec.mode === 'awaited' && timed) {
-    for (let index = 0; index < spec.n; index++) await publishConfirmed(channel, spec.queue, payload(index));
+    for (let index = 0; index < spec.n; index++) await publishConfirmed(channel, spec.queue, message(spec, index));
   } else {
     for (let at = 0; at < spec.n; at += spec.batch) {
       for (let index = at; index < Math.min(spec.n, at + spec.batch); index++) {
-        channel.publish('', spec.queue, payload(index), { persistent: true, contentType: 'application/json' });
+        const { content, options } = message(spec, index);
+        channel.publish('', spec.queue, content, options);
       }
       await channel.waitForConfirms();
     }

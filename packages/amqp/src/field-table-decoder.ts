@@ -14,6 +14,29 @@
 
 type FieldValue = unknown;
 
+/**
+ * Tables (and arrays) this decoder made, and which of them hold a tagged value (`{'!': 'timestamp' | 'decimal'}`)
+ * at any depth: `fromFieldTable` then knows without walking a table whether it has anything to convert.
+ */
+const decodedTables = new WeakSet<object>();
+const taggedTables = new WeakSet<object>();
+
+/** For a table this decoder made: whether a tagged value is in it. `undefined` for any other object. */
+export function decodedHoldsTagged(table: object): boolean | undefined {
+  return decodedTables.has(table) ? taggedTables.has(table) : undefined;
+}
+
+interface BufferWithSlices {
+  utf8Slice(start: number, end: number): string;
+}
+
+// Buffer#toString normalises its arguments and looks the encoding up on every call; a Celery message has some forty
+// short strings in its headers, so the native slice is called directly where Node has it (all supported versions).
+const utf8Slice: (buffer: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as unknown as Partial<BufferWithSlices>).utf8Slice === 'function'
+    ? (buffer, start, end) => (buffer as unknown as BufferWithSlices).utf8Slice(start, end)
+    : (buffer, start, end) => buffer.toString('utf8', start, end);
+
 /** Thrown internally when a value's tag is unknown: its length is unknowable, so the rest of its table is too. */
 class UnknownTag extends Error {
   constructor(readonly tag: string) {
@@ -23,19 +46,26 @@ class UnknownTag extends Error {
 
 interface Cursor {
   offset: number;
+  /** Set when a tagged value was read (in this table or one nested in it). */
+  tagged: boolean;
 }
 
 export function decodeFieldTable(slice: Buffer): Record<string, FieldValue> {
+  const cursor: Cursor = { offset: 0, tagged: false };
+  return readTable(slice, cursor);
+}
+
+function readTable(slice: Buffer, cursor: Cursor): Record<string, FieldValue> {
   const fields: Record<string, FieldValue> = {};
-  const cursor: Cursor = { offset: 0 };
-  while (cursor.offset < slice.length) {
+  const length = slice.length;
+  while (cursor.offset < length) {
     let key = '';
     const start = cursor.offset;
     try {
-      const keyLength = slice.readUInt8(cursor.offset);
+      const keyLength = slice[cursor.offset] as number;
       cursor.offset += 1;
-      if (cursor.offset + keyLength > slice.length) throw new RangeError('field-table key runs past the end of the table');
-      key = slice.toString('utf8', cursor.offset, cursor.offset + keyLength);
+      if (cursor.offset + keyLength > length) throw new RangeError('field-table key runs past the end of the table');
+      key = utf8Slice(slice, cursor.offset, cursor.offset + keyLength);
       cursor.offset += keyLength;
       fields[key] = readValue(slice, cursor);
     } catch {
@@ -44,6 +74,8 @@ export function decodeFieldTable(slice: Buffer): Record<string, FieldValue> {
       break;
     }
   }
+  decodedTables.add(fields);
+  if (cursor.tagged) taggedTables.add(fields);
   return fields;
 }
 
@@ -57,11 +89,14 @@ function readArray(slice: Buffer, cursor: Cursor, end: number): FieldValue[] {
       cursor.offset = end;
     }
   }
+  decodedTables.add(values);
+  if (cursor.tagged) taggedTables.add(values);
   return values;
 }
 
 function readValue(slice: Buffer, cursor: Cursor): FieldValue {
-  const tag = String.fromCharCode(slice.readUInt8(cursor.offset));
+  if (cursor.offset >= slice.length) throw new RangeError('a field-table value runs past the end of the table');
+  const tag = String.fromCharCode(slice[cursor.offset] as number);
   cursor.offset += 1;
   const at = cursor.offset;
   switch (tag) {
@@ -69,7 +104,7 @@ function readValue(slice: Buffer, cursor: Cursor): FieldValue {
       const length = slice.readUInt32BE(at);
       cursor.offset = at + 4 + length;
       if (cursor.offset > slice.length) throw new RangeError('long string runs past the end of the table');
-      return slice.toString('utf8', at + 4, cursor.offset);
+      return utf8Slice(slice, at + 4, cursor.offset);
     }
     case 'x': {
       const length = slice.readUInt32BE(at);
@@ -81,7 +116,10 @@ function readValue(slice: Buffer, cursor: Cursor): FieldValue {
       const length = slice.readUInt32BE(at);
       cursor.offset = at + 4 + length;
       if (cursor.offset > slice.length) throw new RangeError('nested table runs past the end of the table');
-      return decodeFieldTable(slice.subarray(at + 4, cursor.offset));
+      const nested: Cursor = { offset: 0, tagged: false };
+      const table = readTable(slice.subarray(at + 4, cursor.offset), nested);
+      if (nested.tagged) cursor.tagged = true;
+      return table;
     }
     case 'A': {
       const length = slice.readUInt32BE(at);
@@ -126,11 +164,13 @@ function readValue(slice: Buffer, cursor: Cursor): FieldValue {
       return null;
     case 'T':
       cursor.offset = at + 8;
+      cursor.tagged = true;
       return { '!': 'timestamp', value: Number(slice.readBigUInt64BE(at)) };
     case 'D': {
       const places = slice.readUInt8(at);
       const digits = slice.readUInt32BE(at + 1);
       cursor.offset = at + 5;
+      cursor.tagged = true;
       return { '!': 'decimal', value: { places, digits } };
     }
     default:

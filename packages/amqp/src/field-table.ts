@@ -10,6 +10,8 @@
  * negative `l` as a huge unsigned number).
  */
 
+import { decodedHoldsTagged } from './field-table-decoder';
+
 type Tagged = { '!': string; value: unknown };
 export type FieldTable = Record<string, unknown>;
 
@@ -81,6 +83,8 @@ export function fromFieldTable(table: Readonly<Record<string, unknown>>): FieldT
 
 function holdsTagged(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return false;
+  const known = decodedHoldsTagged(value);
+  if (known !== undefined) return known;
   if (Array.isArray(value)) return value.some(holdsTagged);
   if (isTagged(value)) return true;
   for (const key in value) if (holdsTagged((value as Record<string, unknown>)[key])) return true;
