@@ -15,39 +15,30 @@ function escapeUnit(char: string): string {
 
 /** A JSON string literal as Python writes it. */
 export function pyString(value: string): string {
+  // Most strings in a message (names, ids, keys) need no escape at all: skip JSON.stringify and the regex for them.
+  if (value.length <= 256 && isPlainAscii(value)) return `"${value}"`;
   const json = JSON.stringify(value);
   return NON_ASCII.test(json) ? json.replace(NON_ASCII_ALL, escapeUnit) : json;
 }
 
+/** Printable ASCII without `"` or `\`: written as it is by both JSON.stringify and Python. */
+function isPlainAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return false;
+  }
+  return true;
+}
+
 /**
  * Python-style JSON of a JSON-compatible value. `undefined` members are left out and non-finite numbers become
- * `null`, as JSON.stringify does; objects with `toJSON` (Date) are serialized through it.
+ * `null`, as JSON.stringify does; objects with `toJSON` (Date) are serialized through it; BigInt (which Python has)
+ * is written as its digits. Written directly rather than by re-spacing JSON.stringify's output: for the small
+ * objects of a message envelope that is over twice as fast.
  */
 export function pyJson(value: unknown): string {
-  let indented: string | undefined;
-  try {
-    // JSON.stringify is native and fast; re-spacing its output is cheaper than walking the value in JavaScript.
-    indented = JSON.stringify(value, null, 1);
-  } catch {
-    // BigInt (which Python has) or a cycle: the slow path writes the former and reports the latter.
-    return encode(value, 0) ?? 'null';
-  }
-  return indented === undefined ? 'null' : pythonSpacingOfIndented(indented);
+  return encode(value, 0) ?? 'null';
 }
-
-/**
- * JSON.stringify(value, null, 1) → Python's `", "` / `": "` separators and `ensure_ascii` escapes. The indented
- * form already has `": "` after keys and a newline after every separator; strings cannot contain a raw newline, so
- * every newline (and the indentation after it) is structure and can be rewritten without parsing.
- */
-function pythonSpacingOfIndented(indented: string): string {
-  const out = indented.replace(SEPARATOR_NEWLINE, ', ').replace(NEWLINE_INDENT, '');
-  // Outside strings JSON is ASCII, so escaping every non-ASCII character escapes exactly the ones in strings.
-  return NON_ASCII.test(out) ? out.replace(NON_ASCII_ALL, escapeUnit) : out;
-}
-
-const SEPARATOR_NEWLINE = /,\n */g;
-const NEWLINE_INDENT = /\n */g;
 
 const MAX_DEPTH = 1000;
 
@@ -72,16 +63,21 @@ function encode(value: unknown, depth: number): string | undefined {
   if (depth > MAX_DEPTH) throw new TypeError('Cannot serialize a value nested deeper than 1000 levels (a cycle?) as JSON.');
   const withToJson = value as { toJSON?: () => unknown };
   if (typeof withToJson.toJSON === 'function') return encode(withToJson.toJSON(), depth + 1);
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) return encode(value.valueOf(), depth + 1);
   if (Array.isArray(value)) {
-    const items = value.map((item: unknown) => encode(item, depth + 1) ?? 'null');
-    return `[${items.join(', ')}]`;
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ', ') + (encode(value[i], depth + 1) ?? 'null');
+    return `${out}]`;
   }
-  const parts: string[] = [];
+  let out = '{';
+  let first = true;
   for (const key of Object.keys(value)) {
     const item = encode((value as Record<string, unknown>)[key], depth + 1);
-    if (item !== undefined) parts.push(`${pyString(key)}: ${item}`);
+    if (item === undefined) continue;
+    out += `${first ? '' : ', '}${pyString(key)}: ${item}`;
+    first = false;
   }
-  return `{${parts.join(', ')}}`;
+  return `${out}}`;
 }
 
 // ——— lossless documents ———

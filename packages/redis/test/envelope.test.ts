@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { priorityStep, type StoredMessage } from '@kq/core';
@@ -206,5 +207,30 @@ describe.skipIf(!existsSync(PYTHON))("pyJson writes what Python's json.dumps wri
       input: JSON.stringify(value),
     }).toString();
     expect(pyJson(value)).toBe(python);
+  });
+});
+
+describe('pyJson', () => {
+  // An independent model: JSON.stringify's own output re-spaced (its newlines are all structure) and made ASCII.
+  const model = (value: unknown): string =>
+    (JSON.stringify(value, null, 1) ?? 'null')
+      .replace(/,\n */g, ', ')
+      .replace(/\n */g, '')
+      .replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+  it('agrees with JSON.stringify re-spaced the Python way, for any JSON value (fast-check)', () => {
+    const value = fc.oneof(fc.jsonValue(), fc.jsonValue({ stringUnit: 'binary' }), fc.jsonValue({ stringUnit: 'grapheme' }));
+    fc.assert(
+      fc.property(value, (json) => {
+        expect(pyJson(json)).toBe(model(json));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('leaves out undefined members, writes non-finite numbers as null, and goes through toJSON', () => {
+    expect(pyJson({ a: undefined, b: [undefined, NaN, Infinity], c: new Date(0), d: new Number(2) })).toBe(
+      '{"b": [null, null, null], "c": "1970-01-01T00:00:00.000Z", "d": 2}',
+    );
   });
 });
