@@ -89,7 +89,7 @@ export function renderMarkdown(input: ReportInput): string {
   out.push(`| Redis | ${machine.redis} |`);
   out.push(`| RabbitMQ | ${machine.rabbitmq} |`);
   out.push(`| Python | ${machine.python} (Debian's python3-celery) |`);
-  out.push(`| kq | commit ${machine.kq}, TypeScript sources run with tsx |`);
+  out.push(`| kq | commit ${machine.kq}, ${input.kqBuilt === false ? 'TypeScript sources run with tsx' : 'built packages (tsup output)'} |`);
   out.push(`| peers | ${Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(', ')} |`);
   out.push('', `Re-run with \`${input.command}\` from the repository root; \`pnpm bench -- --help\` lists the flags.`, '');
   return out.join('\n');
@@ -204,10 +204,11 @@ const METHOD = [
     '500 ms).',
   '- **Same footing**: no per-task logging anywhere (kq workers at `warning`, Celery workers at `WARNING`, celery.node\'s two ' +
     '`console.info` lines per task muted); TCP_NODELAY on every AMQP connection (kq sets it; amqplib, also inside ' +
-    'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs from its TypeScript sources under tsx, its ' +
-    'transport package loaded before the clock starts.',
+    'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs as built (`pnpm bench` builds first), ' +
+    'its transport package loaded before the clock starts.',
   '- **Raw baselines** show the broker\'s floor: ioredis LPUSH/BRPOP/RPOP with no envelope, no ack and no bookkeeping; ' +
-    'amqplib with persistent messages, confirms, prefetch 200 and an ack per message.',
+    'amqplib with persistent messages, confirms, prefetch 200 and an ack per message — on bare JSON, and (a second W2 row) ' +
+    'on Celery task messages with their protocol 2 headers, the bytes kq and Celery send.',
   '- **Runs**: a case whose run fails keeps its other runs (the table says how many failed; the reasons are listed); a case ' +
     'whose first run takes over 150 s runs once. The machine is shared with whatever else runs on it (see the load average ' +
     'below): numbers are comparable within one run, not across machines.',
