@@ -103,6 +103,12 @@ export function allCases(): BenchCase[] {
       'celery-node': inFlight,
       'raw-amqplib': `${inFlight}, then waitForConfirms`,
     }),
+    make('amqp', 'W1', 'raw-amqplib', {
+      suffix: 'bulk.celery',
+      mode: 'bulk',
+      variant: 'celery-message',
+      label: `raw amqplib on Celery task messages, ${inFlight}, then waitForConfirms`,
+    }),
     make('amqp', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
     make('amqp', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
     make('amqp', 'W2', 'celery-node', { label: 'celery.node (acks on receipt)' }),
