@@ -18,6 +18,7 @@ import { Queue, type Channel, type OutgoingMessage } from '@kq/core';
 // @kq/amqp first: it installs its field-table decoder before amqplib loads (both sides then decode with it).
 import { AmqpTransport } from '@kq/amqp';
 import amqplib from 'amqplib';
+import { celeryTaskBody, celeryTaskHeaders } from './celery-task-message';
 
 const args = new Map(
   process.argv.slice(2).map((arg) => {
@@ -35,27 +36,10 @@ const PREFETCH = 200;
 // A Celery-sized task message: protocol 2's headers, a small JSON body.
 const TASK_ID = '2de288c0-2ebf-495f-b311-1a1ba1cbe240';
 const message: OutgoingMessage = {
-  body: Buffer.from('[[2, 2], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'),
+  body: celeryTaskBody([2, 2]),
   contentType: 'application/json',
   contentEncoding: 'utf-8',
-  headers: {
-    lang: 'py',
-    task: 'proj.add',
-    id: TASK_ID,
-    shadow: null,
-    eta: null,
-    expires: null,
-    group: null,
-    group_index: null,
-    retries: 0,
-    timelimit: [null, null],
-    root_id: TASK_ID,
-    parent_id: null,
-    argsrepr: '(2, 2)',
-    kwargsrepr: '{}',
-    origin: 'bench@kq',
-    ignore_result: false,
-  },
+  headers: celeryTaskHeaders({ id: TASK_ID, task: 'proj.add', argsrepr: '(2, 2)', origin: 'bench@kq' }),
   properties: { correlationId: TASK_ID, replyTo: 'r', deliveryMode: 2, priority: 0 },
 };
 let sequence = 0;

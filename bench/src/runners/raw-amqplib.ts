@@ -3,6 +3,7 @@
 // message, and a round trip as publish + reply on an exclusive reply queue. TCP_NODELAY on, as in kq's transport.
 import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
+import { celeryTaskBody, celeryTaskHeaders } from '../celery-task-message';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
 import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
 
@@ -19,12 +20,12 @@ function indexOf(content: Buffer): unknown {
 
 /**
  * A Celery protocol 2 task message as Celery (and kq) publish it: body `[args, kwargs, embed]`, the task's fields as
- * headers, correlation id and reply-to as properties. Written by hand here, so no kq code is on the raw path.
+ * headers, correlation id and reply-to as properties. Written by hand (celery-task-message.ts): no kq code is on the raw path.
  */
 function celeryMessage(index: number): { content: Buffer; options: Options.Publish } {
   const id = randomUUID();
   return {
-    content: Buffer.from(JSON.stringify([[index], {}, { callbacks: null, errbacks: null, chain: null, chord: null }])),
+    content: celeryTaskBody([index]),
     options: {
       persistent: true,
       contentType: 'application/json',
@@ -32,27 +33,7 @@ function celeryMessage(index: number): { content: Buffer; options: Options.Publi
       correlationId: id,
       replyTo: RAW_REPLY_TO,
       priority: 0,
-      headers: {
-        lang: 'py',
-        task: TASK_NAME,
-        id,
-        shadow: null,
-        eta: null,
-        expires: null,
-        group: null,
-        group_index: null,
-        retries: 0,
-        timelimit: [null, null],
-        root_id: id,
-        parent_id: null,
-        argsrepr: `(${index},)`,
-        kwargsrepr: '{}',
-        origin: `gen${process.pid}@bench`,
-        ignore_result: false,
-        replaced_task_nesting: 0,
-        stamped_headers: null,
-        stamps: {},
-      },
+      headers: celeryTaskHeaders({ id, task: TASK_NAME, argsrepr: `(${index},)`, origin: `gen${process.pid}@bench` }),
     },
   };
 }
