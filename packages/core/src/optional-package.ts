@@ -43,7 +43,13 @@ function resolveFromApplication(name: string, directories: readonly string[]): s
   for (const directory of directories) {
     const manifestPath = manifestOf(name, createRequire(join(directory, 'package.json')));
     if (manifestPath === undefined) continue;
-    const entry = esmEntryOf(JSON.parse(readFileSync(manifestPath, 'utf8')) as Manifest);
+    let manifest: Manifest;
+    try {
+      manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as Manifest;
+    } catch {
+      continue; // unreadable: as if not found here
+    }
+    const entry = esmEntryOf(manifest);
     if (entry !== undefined) return join(dirname(manifestPath), entry);
   }
   return undefined;

@@ -54,17 +54,17 @@ end
 -- acks of claims, each pair (tag, token) in order: 1 when the claim was ours and is now forgotten, 0 when stale (our
 -- own void records are dropped then). One HMGET and four variadic deletes for the whole batch instead of six calls
 -- per claim: a flood of short tasks spends much of Redis's time here.
-local function ack_many(unacked, index, leases, holders, pairs)
-  local n = #pairs / 2
+local function ack_many(unacked, index, leases, holders, settles)
+  local n = #settles / 2
   local results = {}
   if n == 0 then return results end
   local tags = {}
-  for k = 1, n do tags[k] = pairs[2 * k - 1] end
+  for k = 1, n do tags[k] = settles[2 * k - 1] end
   local records = redis.call('HMGET', holders, unpack(tags))
   local gone = {}
   local drop_holder, drop_index = {}, {}
   for k = 1, n do
-    local tag, token = tags[k], pairs[2 * k]
+    local tag, token = tags[k], settles[2 * k]
     results[k] = 0
     if not gone[tag] then
       local tok, score = parse_holder(records[k] or nil)
@@ -155,9 +155,9 @@ local acked = {}
 if nacks > 0 then
   acked = replayed(KEYS[6])
   if not acked then
-    local pairs = {}
-    for k = 1, 2 * nacks do pairs[k] = ARGV[a + k] end
-    acked = ack_many(unacked, index, leases, holders, pairs)
+    local settles = {}
+    for k = 1, 2 * nacks do settles[k] = ARGV[a + k] end
+    acked = ack_many(unacked, index, leases, holders, settles)
     remember(KEYS[6], acked)
   end
 end
