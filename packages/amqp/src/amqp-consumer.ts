@@ -554,7 +554,6 @@ function describeChannelLoss(tag: string, error: Error): KqError {
   return new KqError(`Consumer ${tag} lost its channel (${text}); resuming on a new one.`, { cause: error });
 }
 
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -7,7 +7,7 @@ interface PendingPush {
 }
 
 /**
- * Gathers the pushes to each list made in one turn of the event loop into one `LPUSH key v1 v2 ...`: Redis pushes
+ * Gathers the pushes to each list made in one burst (without I/O in between) into one `LPUSH key v1 v2 ...`: Redis pushes
  * the values in the order given, so the list order (and FIFO consumption) is what one LPUSH each would have made,
  * while a burst of publishes costs one command and one socket write per list instead of one per message.
  * A push waits only until the microtasks queued when it was made have run (`process.nextTick`), not for I/O.

@@ -426,7 +426,6 @@ export function decodeResultMeta(text: string, taskId: string): ResultMeta {
   };
 }
 
-/** The status of a stored value, or undefined when it is not a readable meta (then it may be overwritten). */
 /**
  * Stores a result unless SUCCESS is stored already, and publishes it to the key's channel.
  * KEYS: the result key. ARGV: the meta text, seconds to keep it (0 = forever). Returns 1 when stored, 0 when not.
