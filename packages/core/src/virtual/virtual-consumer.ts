@@ -143,14 +143,13 @@ export class VirtualConsumer implements ConsumerHandle {
         await this.#channel.returnUndelivered(claims);
         break;
       }
+      // Served queues go to the back first, so a claim made ahead already starts from the right queue.
+      for (const claim of claims) this.#cycle.rotate(claim.queue);
       if (pipelined && claims.length === asked) {
         const room = this.#room();
         if (room > 0) ahead = { claims: this.#claim(room, 0), asked: room };
       }
-      for (const claim of claims) {
-        this.#cycle.rotate(claim.queue);
-        this.#channel.deliver(this, claim, this.#options.onMessage);
-      }
+      for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
       // Yield to the event loop between batches so handlers and timers run under a flood of messages.
       if (claims.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
