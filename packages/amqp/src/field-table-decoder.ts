@@ -15,15 +15,14 @@
 type FieldValue = unknown;
 
 /**
- * Tables (and arrays) this decoder made, and which of them hold a tagged value (`{'!': 'timestamp' | 'decimal'}`)
- * at any depth: `fromFieldTable` then knows without walking a table whether it has anything to convert.
+ * Tables (and arrays) this decoder made, each with whether it holds a tagged value (`{'!': 'timestamp' |
+ * 'decimal'}`) at any depth: `fromFieldTable` then knows without walking a table whether it has anything to convert.
  */
-const decodedTables = new WeakSet<object>();
-const taggedTables = new WeakSet<object>();
+const holdsTaggedByTable = new WeakMap<object, boolean>();
 
 /** For a table this decoder made: whether a tagged value is in it. `undefined` for any other object. */
 export function decodedHoldsTagged(table: object): boolean | undefined {
-  return decodedTables.has(table) ? taggedTables.has(table) : undefined;
+  return holdsTaggedByTable.get(table);
 }
 
 interface BufferWithSlices {
@@ -74,13 +73,15 @@ function readTable(slice: Buffer, cursor: Cursor): Record<string, FieldValue> {
       break;
     }
   }
-  decodedTables.add(fields);
-  if (cursor.tagged) taggedTables.add(fields);
+  holdsTaggedByTable.set(fields, cursor.tagged);
   return fields;
 }
 
 function readArray(slice: Buffer, cursor: Cursor, end: number): FieldValue[] {
   const values: FieldValue[] = [];
+  // The array's own flag: what the table around it read before does not count for it.
+  const outer = cursor.tagged;
+  cursor.tagged = false;
   while (cursor.offset < end) {
     try {
       values.push(readValue(slice, cursor));
@@ -89,8 +90,8 @@ function readArray(slice: Buffer, cursor: Cursor, end: number): FieldValue[] {
       cursor.offset = end;
     }
   }
-  decodedTables.add(values);
-  if (cursor.tagged) taggedTables.add(values);
+  holdsTaggedByTable.set(values, cursor.tagged);
+  cursor.tagged ||= outer;
   return values;
 }
 

@@ -66,6 +66,16 @@ describe('field tables as py-amqp writes and reads them', () => {
     expect((decoded['when'] as Date).getTime()).toBe(date.getTime());
   });
 
+  it('converts dates wherever the decoder met them: only in an array, only in a nested table, beside plain arrays', () => {
+    const date = new Date('2026-01-02T03:04:05Z');
+    const inArray = { list: ['a', [date]] };
+    expect(fromFieldTable(decodeFieldTable(encode(toFieldTable(inArray))))).toEqual(inArray);
+    const inTable = { plain: 1, nested: { deeper: { when: date } } };
+    expect(fromFieldTable(decodeFieldTable(encode(toFieldTable(inTable))))).toEqual(inTable);
+    const besides = { when: date, after: [1, 'b'] };
+    expect(fromFieldTable(decodeFieldTable(encode(toFieldTable(besides))))).toEqual(besides);
+  });
+
   it('decodes py-amqp’s L (signed 64) and U (signed 16) instead of closing the connection', () => {
     const table = Buffer.concat([
       entry('big', 'L', int64(1_700_000_000_000n)),
