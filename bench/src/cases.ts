@@ -64,7 +64,7 @@ export function allCases(): BenchCase[] {
   const inFlight = `${BATCH} in flight`;
   return [
     ...enqueueCases('redis', ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis'], {
-      kq: `${inFlight} (one LPUSH per burst)`,
+      kq: `sendTasks(${BATCH}) (one LPUSH per batch)`,
       bullmq: `addBulk(${BATCH})`,
       'bee-queue': `saveAll(${BATCH})`,
       'celery-node': inFlight,
@@ -99,7 +99,7 @@ export function allCases(): BenchCase[] {
     }),
     make('redis', 'W3', 'raw-ioredis', { label: 'raw ioredis, LPUSH + BRPOP reply' }),
     ...enqueueCases('amqp', ['kq', 'celery-node', 'raw-amqplib'], {
-      kq: inFlight,
+      kq: `sendTasks(${BATCH})`,
       'celery-node': inFlight,
       'raw-amqplib': `${inFlight}, then waitForConfirms`,
     }),

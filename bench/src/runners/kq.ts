@@ -1,11 +1,11 @@
 // kq (@kq/worker on @kq/redis or @kq/amqp), used the way an application uses it: App, sendTask, app.worker().
 //
-// Tasks are sent by name with `app.sendTask` (what `task.delay` does). Workers ack late (after the task ran and its
-// result, if any, was stored), log at warning level (no line per task), and keep kq's other defaults
-// (prefetch = concurrency × 4, remote control on).
+// Tasks are sent by name with `app.sendTask` (what `task.delay` does), in bulk with `app.sendTasks` (what
+// `task.applyMany` does). Workers ack late (after the task ran and its result, if any, was stored), log at warning
+// level (no line per task), and keep kq's other defaults (prefetch = concurrency × 4, remote control on).
 import { App } from '@kq/worker';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, inFlightBatches, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
 
 function createApp(spec: RunnerSpec, backend: string | null): App {
   return new App('kqbench', {
@@ -32,12 +32,16 @@ function createWorker(app: App, spec: RunnerSpec) {
 async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const app = createApp(spec, null);
   await app.connection.connect();
-  const send = (index: number) => app.sendTask(TASK_NAME, [index]);
   const start = performance.now();
   if (spec.mode === 'awaited' && timed) {
-    for (let index = 0; index < spec.n; index++) await send(index);
+    for (let index = 0; index < spec.n; index++) await app.sendTask(TASK_NAME, [index]);
   } else {
-    await inFlightBatches(spec.n, spec.batch, send);
+    // The bulk way: `sendTasks` builds each message as sendTask does and publishes a batch at once.
+    for (let at = 0; at < spec.n; at += spec.batch) {
+      const calls = [];
+      for (let index = at; index < Math.min(spec.n, at + spec.batch); index++) calls.push({ name: TASK_NAME, args: [index] });
+      await app.sendTasks(calls);
+    }
   }
   const elapsedMs = since(start);
   await app.close();

@@ -1,7 +1,7 @@
 import { KqError } from './errors';
 import { Exchange } from './exchange';
 import { type Queue } from './queue';
-import { DEFAULT_RETRY_POLICY, retryOver, type RetryPolicy } from './retry-policy';
+import { DEFAULT_RETRY_POLICY, retryAfterFailure, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 import type { Channel, Transport, TransportEvents } from './transport';
 import { createTransport, type TransportOptions } from './transport-registry';
 import { TypedEmitter } from './typed-emitter';
@@ -31,7 +31,11 @@ export class Connection extends TypedEmitter<TransportEvents> {
   #transport: Transport | undefined;
   #transportPromise: Promise<Transport> | undefined;
   #channel: Promise<Channel> | undefined;
+  /** The default channel once it has opened: lets `ensure()` start an operation without awaiting anything. */
+  #openChannel: Channel | undefined;
   readonly #declared = new Map<string, Entity>();
+  /** Declarations under way, so concurrent publishers of a new queue share one (see `maybeDeclare`). */
+  readonly #declaring = new Map<string, Promise<void>>();
   #closed = false;
 
   constructor(broker: string | Transport, options: ConnectionOptions = {}) {
@@ -83,6 +87,12 @@ export class Connection extends TypedEmitter<TransportEvents> {
     return this.#channel;
   }
 
+  /** The default channel if it is open now, else undefined. */
+  #channelNow(): Channel | undefined {
+    const channel = this.#openChannel;
+    return channel?.isOpen && !this.#closed ? channel : undefined;
+  }
+
   /** A new channel of its own (consumers use one each, so a slow consumer never blocks a publisher). */
   async createChannel(): Promise<Channel> {
     this.#assertOpen();
@@ -99,6 +109,21 @@ export class Connection extends TypedEmitter<TransportEvents> {
     this.#declared.set(entityKey(entity), entity);
   }
 
+  /**
+   * Declares `entity` unless this connection already did (Kombu's `maybe_declare`). Concurrent callers share one
+   * declaration: a thousand publishes started together to a new queue declare it once, not a thousand times.
+   */
+  async maybeDeclare(entity: Entity): Promise<void> {
+    const key = entityKey(entity);
+    if (this.#declared.has(key)) return;
+    let pending = this.#declaring.get(key);
+    if (!pending) {
+      pending = this.declare(entity).finally(() => this.#declaring.delete(key));
+      this.#declaring.set(key, pending);
+    }
+    return pending;
+  }
+
   /** Stops re-declaring an entity on new channels — call it when the entity was deleted on purpose. */
   forget(entity: Entity): void {
     this.#declared.delete(entityKey(entity));
@@ -113,23 +138,39 @@ export class Connection extends TypedEmitter<TransportEvents> {
    * Runs `operation` on the default channel; if it fails with a recoverable error, drops the channel, reconnects,
    * re-declares the remembered topology and tries again, by `policy`.
    */
-  async ensure<T>(operation: (channel: Channel) => Promise<T>, policy?: RetryPolicy): Promise<T> {
-    return retryOver(async () => operation(await this.channel()), policy ?? this.#options.retryPolicy ?? DEFAULT_RETRY_POLICY, {
-      onRetry: async (error) => {
-        this.emit('error', asError(error, 'operation failed; retrying on a fresh channel'));
-        const stale = this.#channel;
-        this.#channel = undefined;
-        const channel = await stale?.catch(() => undefined);
-        await channel?.close().catch(() => undefined);
-      },
-    });
+  ensure<T>(operation: (channel: Channel) => Promise<T>, policy?: RetryPolicy): Promise<T> {
+    const effective = policy ?? this.#options.retryPolicy ?? DEFAULT_RETRY_POLICY;
+    const attempt = async (): Promise<T> => operation(await this.channel());
+    const open = this.#channelNow();
+    if (!open) return retryOver(attempt, effective, this.#ensureHooks);
+    // The common case (a publish on an open channel) makes its first attempt directly: no retry loop, no awaits of
+    // its own. Only a failure pays for the machinery, with the same retries as above.
+    let first: Promise<T>;
+    try {
+      first = operation(open);
+    } catch (error) {
+      first = Promise.reject(error);
+    }
+    return first.catch((error: unknown) => retryAfterFailure(error, attempt, effective, this.#ensureHooks));
   }
+
+  readonly #ensureHooks: RetryHooks = {
+    onRetry: async (error) => {
+      this.emit('error', asError(error, 'operation failed; retrying on a fresh channel'));
+      const stale = this.#channel;
+      this.#channel = undefined;
+      this.#openChannel = undefined;
+      const channel = await stale?.catch(() => undefined);
+      await channel?.close().catch(() => undefined);
+    },
+  };
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     const channel = await this.#channel?.catch(() => undefined);
     this.#channel = undefined;
+    this.#openChannel = undefined;
     await channel?.close().catch(() => undefined);
     await this.#transport?.close();
   }
@@ -144,7 +185,9 @@ export class Connection extends TypedEmitter<TransportEvents> {
 
   async #openDefaultChannel(): Promise<Channel> {
     try {
-      return await this.createChannel();
+      const channel = await this.createChannel();
+      this.#openChannel = channel;
+      return channel;
     } catch (error) {
       this.#channel = undefined;
       throw error;
@@ -165,8 +208,16 @@ export async function declareEntity(channel: Channel, entity: Entity): Promise<v
   else await channel.declareQueue(entity);
 }
 
+// Entities are immutable and a sender reuses the same ones, so each one's key is built once.
+const entityKeys = new WeakMap<Entity, string>();
+
 function entityKey(entity: Entity): string {
-  return entity instanceof Exchange ? `exchange:${entity.name}` : `queue:${entity.name}`;
+  let key = entityKeys.get(entity);
+  if (key === undefined) {
+    key = entity instanceof Exchange ? `exchange:${entity.name}` : `queue:${entity.name}`;
+    entityKeys.set(entity, key);
+  }
+  return key;
 }
 
 function asError(error: unknown, context: string): Error {

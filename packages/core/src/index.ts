@@ -63,14 +63,15 @@ export {
 } from './transport-registry';
 export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
 export { Connection, declareEntity, type ConnectionOptions, type Entity } from './connection';
-export { DEFAULT_RETRY_POLICY, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
-export { Producer, type ProducerOptions, type PublishParams } from './producer';
+export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
+export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
 export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer';
 
 export * from './serialization/index';
 export { LamportClock, compareTimetuples, type TimeTuple } from './lamport-clock';
 export { RoundRobinCycle } from './round-robin-cycle';
 export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
+export { randomUuid } from './random-uuid';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
 export { comparePythonStrings } from './python-string-order';

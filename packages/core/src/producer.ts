@@ -4,7 +4,7 @@ import type { DeliveryMode, Headers, MessageProperties, OutgoingMessage } from '
 import type { RetryPolicy } from './retry-policy';
 import { compress } from './serialization/compression';
 import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
-import type { PublishOptions } from './transport';
+import type { Channel, PublishOptions } from './transport';
 
 export interface ProducerOptions {
   /** Default exchange for `publish` (default: the default exchange `''`). */
@@ -43,6 +43,11 @@ export interface PublishParams extends Omit<MessageProperties, 'expiration'> {
   retryPolicy?: RetryPolicy;
 }
 
+/** What `publishMessage` and `publishMessages` take: where to, what to declare first, how to retry. */
+export type MessagePublishParams = Pick<PublishParams, 'exchange' | 'routingKey' | 'declare' | 'mandatory' | 'delay' | 'retry' | 'retryPolicy'>;
+
+type Deliver = (channel: Channel, exchange: string, routingKey: string, options: PublishOptions) => Promise<void>;
+
 /** Publishes messages, Kombu-style: serialize, compress, declare what is needed, publish with retries. */
 export class Producer {
   readonly connection: Connection;
@@ -73,23 +78,52 @@ export class Producer {
    * Publishes an already-built message (a Celery task message, say), declaring `declare` first and retrying
    * recoverable failures unless `retry: false`.
    */
-  async publishMessage(
-    message: OutgoingMessage,
-    params: Pick<PublishParams, 'exchange' | 'routingKey' | 'declare' | 'mandatory' | 'delay' | 'retry' | 'retryPolicy'> = {},
-  ): Promise<void> {
+  async publishMessage(message: OutgoingMessage, params: MessagePublishParams = {}): Promise<void> {
+    return this.#send(params, (channel, exchange, routingKey, options) => channel.publish(exchange, routingKey, message, options));
+  }
+
+  /**
+   * Publishes already-built messages bound for the same exchange and routing key — the bulk path: one batch where
+   * the channel has one (`Channel.publishBatch`: one `LPUSH` on Redis), else all published together. A recoverable
+   * failure retries the whole batch, so a message may be stored twice (at-least-once), never lost.
+   */
+  async publishMessages(messages: readonly OutgoingMessage[], params: MessagePublishParams = {}): Promise<void> {
+    if (messages.length === 0) return;
+    return this.#send(params, async (channel, exchange, routingKey, options) => {
+      if (channel.publishBatch) return channel.publishBatch(exchange, routingKey, messages, options);
+      await Promise.all(messages.map((message) => channel.publish(exchange, routingKey, message, options)));
+    });
+  }
+
+  #send(params: MessagePublishParams, deliver: Deliver): Promise<void> {
     const exchange = params.exchange === undefined ? this.exchange : toExchange(params.exchange);
     const routingKey = params.routingKey ?? this.routingKey;
     const declare = params.declare ?? [];
     const options: PublishOptions = {};
     if (params.mandatory !== undefined) options.mandatory = params.mandatory;
     if (params.delay !== undefined && params.delay > 0) options.delay = params.delay;
-    const publish = async (): Promise<void> => {
-      for (const entity of declare) if (!this.connection.hasDeclared(entity)) await this.connection.declare(entity);
-      const channel = await this.connection.channel();
-      await channel.publish(exchange.name, routingKey, message, options);
+    const connection = this.connection;
+    const publish = (channel: Channel): Promise<void> => {
+      // Declared entities are checked synchronously: a publish to a known queue goes straight to the channel.
+      for (const entity of declare) {
+        if (!connection.hasDeclared(entity)) return this.#declareThenDeliver(declare, deliver, exchange.name, routingKey, options);
+      }
+      return deliver(channel, exchange.name, routingKey, options);
     };
-    if (params.retry === false) return publish();
-    return this.connection.ensure(publish, params.retryPolicy);
+    if (params.retry === false) return connection.channel().then(publish);
+    return connection.ensure(publish, params.retryPolicy);
+  }
+
+  async #declareThenDeliver(
+    declare: readonly Entity[],
+    deliver: Deliver,
+    exchange: string,
+    routingKey: string,
+    options: PublishOptions,
+  ): Promise<void> {
+    for (const entity of declare) await this.connection.maybeDeclare(entity);
+    // Declaring may have replaced the default channel (a reconnect): deliver on the current one.
+    return deliver(await this.connection.channel(), exchange, routingKey, options);
   }
 
   /** Builds the outgoing message without publishing it. */

@@ -42,17 +42,37 @@ export interface RetryHooks {
 
 /** Runs `operation`, retrying recoverable failures by `policy`. The last error is thrown when retries run out. */
 export async function retryOver<T>(operation: (attempt: number) => Promise<T>, policy: RetryPolicy, hooks: RetryHooks = {}): Promise<T> {
+  try {
+    return await operation(0);
+  } catch (error) {
+    return retryAfterFailure(error, operation, policy, hooks);
+  }
+}
+
+/**
+ * Continues {@link retryOver} after a first attempt that the caller made itself and that failed with `error`: the
+ * same checks, waits and attempts as if `retryOver` had made it. Lets a hot path skip the retry machinery until it
+ * is needed.
+ */
+export async function retryAfterFailure<T>(
+  error: unknown,
+  operation: (attempt: number) => Promise<T>,
+  policy: RetryPolicy,
+  hooks: RetryHooks = {},
+): Promise<T> {
   const shouldRetry = hooks.shouldRetry ?? isRecoverable;
   const maxRetries = policy.maxRetries;
+  let failure = error;
   for (let attempt = 0; ; attempt++) {
+    const exhausted = maxRetries !== undefined && attempt >= maxRetries;
+    if (exhausted || !shouldRetry(failure) || hooks.signal?.aborted) throw failure;
+    const delay = retryDelay(policy, attempt + 1);
+    await hooks.onRetry?.(failure, attempt + 1, delay);
+    if (delay > 0) await sleep(delay, hooks.signal);
     try {
-      return await operation(attempt);
-    } catch (error) {
-      const exhausted = maxRetries !== undefined && attempt >= maxRetries;
-      if (exhausted || !shouldRetry(error) || hooks.signal?.aborted) throw error;
-      const delay = retryDelay(policy, attempt + 1);
-      await hooks.onRetry?.(error, attempt + 1, delay);
-      if (delay > 0) await sleep(delay, hooks.signal);
+      return await operation(attempt + 1);
+    } catch (next) {
+      failure = next;
     }
   }
 }

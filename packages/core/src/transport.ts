@@ -105,6 +105,11 @@ export interface Channel extends TypedEmitter<ChannelEvents> {
   /** Removes every ready message; resolves to how many. */
   purgeQueue(name: string): Promise<number>;
   publish(exchange: string, routingKey: string, message: OutgoingMessage, options?: PublishOptions): Promise<void>;
+  /**
+   * Publishes messages bound for one exchange and routing key, in order, as one batch; resolves once the broker has
+   * them all. Optional: where a channel has none, `Producer.publishMessages` publishes them together one by one.
+   */
+  publishBatch?(exchange: string, routingKey: string, messages: readonly OutgoingMessage[], options?: PublishOptions): Promise<void>;
   /** Takes one message synchronously-style (`basic.get`); null when the queue is empty. */
   get(queue: string, options?: GetOptions): Promise<Delivery | null>;
   consume(options: ConsumeOptions): Promise<ConsumerHandle>;

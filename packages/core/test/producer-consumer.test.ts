@@ -142,3 +142,111 @@ describe('Connection.ensure', () => {
     await connection.close();
   });
 });
+
+describe('Connection.ensure on an open channel', () => {
+  it('makes as many attempts as retryOver would: the first directly, then maxRetries more', async () => {
+    MemoryBroker.reset('ensure-count');
+    const connection = new Connection(new MemoryTransport({ broker: 'ensure-count' }), {
+      retryPolicy: { maxRetries: 2, intervalStart: 0, intervalStep: 0, intervalMax: 0 },
+    });
+    await connection.channel();
+    let attempts = 0;
+    await expect(
+      connection.ensure(async () => {
+        attempts++;
+        throw new ConnectionLost('down');
+      }),
+    ).rejects.toThrow('down');
+    expect(attempts).toBe(3);
+    await connection.close();
+  });
+
+  it('turns a synchronous throw into a rejection and does not retry what is not recoverable', async () => {
+    MemoryBroker.reset('ensure-sync');
+    const connection = new Connection(new MemoryTransport({ broker: 'ensure-sync' }));
+    await connection.channel();
+    let attempts = 0;
+    const outcome = connection.ensure((): Promise<void> => {
+      attempts++;
+      throw new TypeError('bad input');
+    });
+    await expect(outcome).rejects.toThrow(TypeError);
+    expect(attempts).toBe(1);
+    await connection.close();
+  });
+});
+
+describe('Connection.maybeDeclare', () => {
+  it('declares once for many concurrent callers, and not again once declared', async () => {
+    MemoryBroker.reset('maybe-declare');
+    const connection = new Connection(new MemoryTransport({ broker: 'maybe-declare' }));
+    const channel = await connection.channel();
+    let declarations = 0;
+    const declareQueue = channel.declareQueue.bind(channel);
+    channel.declareQueue = async (queue) => {
+      declarations++;
+      return declareQueue(queue);
+    };
+    const queue = new Queue('coalesced');
+    await Promise.all(Array.from({ length: 50 }, () => connection.maybeDeclare(queue)));
+    await connection.maybeDeclare(new Queue('coalesced'));
+    expect(declarations).toBe(1);
+    expect(connection.hasDeclared(new Queue('coalesced'))).toBe(true);
+    await connection.close();
+  });
+
+  it('lets the next caller try again after a failed declaration', async () => {
+    MemoryBroker.reset('maybe-declare-fail');
+    const connection = new Connection(new MemoryTransport({ broker: 'maybe-declare-fail' }));
+    const channel = await connection.channel();
+    const declareQueue = channel.declareQueue.bind(channel);
+    let fail = true;
+    channel.declareQueue = async (queue) => {
+      if (fail) throw new TypeError('refused');
+      return declareQueue(queue);
+    };
+    const queue = new Queue('retry-declare');
+    await expect(Promise.all([connection.maybeDeclare(queue), connection.maybeDeclare(queue)])).rejects.toThrow('refused');
+    fail = false;
+    await connection.maybeDeclare(queue);
+    expect(connection.hasDeclared(queue)).toBe(true);
+    await connection.close();
+  });
+});
+
+describe('Producer.publishMessages', () => {
+  const message = (text: string) => new Producer(new Connection('memory://unused')).prepare(text);
+
+  it('publishes a batch in order through the channel one by one when it has no batch path', async () => {
+    MemoryBroker.reset('batch-fallback');
+    const connection = new Connection('memory://batch-fallback');
+    const queue = new Queue('batch.q');
+    const channel = await connection.channel();
+    (channel as { publishBatch?: Channel['publishBatch'] }).publishBatch = undefined;
+    const producer = new Producer(connection);
+    await producer.publishMessages(['a', 'b', 'c'].map(message), { routingKey: 'batch.q', declare: [queue] });
+    const bodies: unknown[] = [];
+    for (let delivery = await channel.get('batch.q'); delivery; delivery = await channel.get('batch.q')) bodies.push(delivery.decode());
+    expect(bodies).toEqual(['a', 'b', 'c']);
+    await connection.close();
+  });
+
+  it('hands the whole batch to Channel.publishBatch where there is one, and retries it whole', async () => {
+    MemoryBroker.reset('batch-native');
+    const connection = new Connection('memory://batch-native', { retryPolicy: { maxRetries: 1, intervalStart: 0, intervalStep: 0 } });
+    const channel = await connection.channel();
+    const batches: number[] = [];
+    channel.publishBatch = async (_exchange, _routingKey, messages) => {
+      batches.push(messages.length);
+      if (batches.length === 1) throw new ConnectionLost('dropped');
+    };
+    await new Producer(connection).publishMessages(['a', 'b'].map(message), { routingKey: 'q' });
+    expect(batches).toEqual([2]);
+    // The retry ran on a fresh channel (the failed one was dropped) and published both.
+    const fresh = await connection.channel();
+    expect(fresh).not.toBe(channel);
+    expect((await fresh.get('q'))?.decode()).toBe('a');
+    expect((await fresh.get('q'))?.decode()).toBe('b');
+    await connection.close();
+  });
+});

@@ -6,6 +6,7 @@ import {
   member,
   parseDocument,
   pyJson,
+  pyString,
   setMember,
   writeDocument,
 } from './python-json';
@@ -22,8 +23,11 @@ import {
  * writes tolerantly.
  */
 
-/** kq property name → Kombu property name, in the order Kombu's Producer puts them in `properties`. */
-const PROPERTY_NAMES: ReadonlyArray<readonly [keyof MessageProperties, string]> = [
+/**
+ * kq property name → the start of its member in Kombu's `properties` (`"correlation_id": `), in the order Kombu's
+ * Producer puts them there.
+ */
+const PROPERTY_MEMBERS: ReadonlyArray<readonly [keyof MessageProperties, string]> = [
   ['correlationId', 'correlation_id'],
   ['replyTo', 'reply_to'],
   ['deliveryMode', 'delivery_mode'],
@@ -33,7 +37,7 @@ const PROPERTY_NAMES: ReadonlyArray<readonly [keyof MessageProperties, string]> 
   ['type', 'type'],
   ['userId', 'user_id'],
   ['appId', 'app_id'],
-];
+].map(([name, wire]) => [name as keyof MessageProperties, `"${wire}": `] as const);
 
 /** An envelope kq cannot turn into a message; `reason` says why (it is logged and kept with the quarantined copy). */
 export class MalformedEnvelope extends Error {
@@ -47,22 +51,23 @@ export class MalformedEnvelope extends Error {
 
 /** The envelope of a message as Kombu's `basic_publish` would write it. */
 export function encodeEnvelope(message: StoredMessage): string {
+  // Written member by member rather than by building the envelope object and serializing it: every message sent
+  // passes here, and the object would be garbage at once.
   const props = message.properties;
-  const properties: Record<string, unknown> = {};
-  for (const [name, wire] of PROPERTY_NAMES) {
+  let properties = '';
+  for (const [name, member] of PROPERTY_MEMBERS) {
     const value = props[name];
-    if (value !== undefined) properties[wire] = value;
+    if (value !== undefined) properties += member + pyJson(value) + ', ';
   }
-  properties['delivery_info'] = message.redelivered
-    ? { exchange: message.exchange, routing_key: message.routingKey, redelivered: true }
-    : { exchange: message.exchange, routing_key: message.routingKey };
-  properties['priority'] = props.priority ?? 0;
-  properties['body_encoding'] = 'base64';
-  properties['delivery_tag'] = message.deliveryTag;
+  const redelivered = message.redelivered ? ', "redelivered": true' : '';
   const headers: Headers = message.redelivered ? { ...message.headers, redelivered: true } : message.headers;
   // The body goes in as it is: base64 needs no escaping, and a large one need not be scanned.
-  const rest = pyJson({ 'content-encoding': message.contentEncoding, 'content-type': message.contentType, headers, properties });
-  return `{"body": "${message.body.toString('base64')}", ${rest.slice(1)}`;
+  return (
+    `{"body": "${message.body.toString('base64')}", "content-encoding": ${pyString(message.contentEncoding)}, ` +
+    `"content-type": ${pyString(message.contentType)}, "headers": ${pyJson(headers)}, "properties": {${properties}` +
+    `"delivery_info": {"exchange": ${pyString(message.exchange)}, "routing_key": ${pyString(message.routingKey)}${redelivered}}, ` +
+    `"priority": ${pyJson(props.priority ?? 0)}, "body_encoding": "base64", "delivery_tag": ${pyString(message.deliveryTag)}}}`
+  );
 }
 
 export interface DecodeContext {

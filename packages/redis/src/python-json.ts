@@ -70,14 +70,28 @@ function encode(value: unknown, depth: number): string | undefined {
     return `${out}]`;
   }
   let out = '{';
-  let first = true;
-  for (const key of Object.keys(value)) {
+  let separator = '';
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     const item = encode((value as Record<string, unknown>)[key], depth + 1);
     if (item === undefined) continue;
-    out += `${first ? '' : ', '}${pyString(key)}: ${item}`;
-    first = false;
+    out += separator + memberStart(key) + item;
+    separator = ', ';
   }
-  return `${out}}`;
+  return out + '}';
+}
+
+/** `"key": ` for object keys: message headers repeat the same few dozen keys, so their literals are kept. */
+const memberStarts = new Map<string, string>();
+const MAX_MEMBER_STARTS = 4096;
+
+function memberStart(key: string): string {
+  let start = memberStarts.get(key);
+  if (start === undefined) {
+    start = pyString(key) + ': ';
+    if (memberStarts.size < MAX_MEMBER_STARTS && key.length <= 64) memberStarts.set(key, start);
+  }
+  return start;
 }
 
 // ——— lossless documents ———

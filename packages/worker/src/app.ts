@@ -6,6 +6,7 @@ import {
   Producer,
   createResultBackend,
   defaultSerializers,
+  type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
 import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
@@ -13,11 +14,11 @@ import { Control } from './control';
 import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
 import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
-import { prepareTaskMessage, type TaskEmbed } from './prepare-task-message';
+import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
 import { assertTimeZone } from './protocol/index';
 import { AsyncResult, registerRpcResultBackend } from './results/index';
 import { Router } from './router';
-import { Task, type ApplyOptions, type TaskFunction, type TaskOptions } from './task';
+import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 import { Worker, type WorkerOptions } from './worker/worker';
 
 registerRpcResultBackend();
@@ -40,6 +41,8 @@ export class App {
   #connection: Connection | undefined;
   #producer: Producer | undefined;
   #backend: Promise<ResultBackend | null> | undefined;
+  /** The backend once `#backend` has settled, so each send need not await it. */
+  #backendReady: ResultBackend | null | undefined;
 
   constructor(name: string, config: Partial<AppConfig> = {}) {
     this.name = name;
@@ -81,16 +84,28 @@ export class App {
 
   /** The result backend, or null when `backend` is not configured. */
   backend(): Promise<ResultBackend | null> {
-    this.#backend ??= this.conf.backend
-      ? createResultBackend(this.conf.backend, {
-          ...this.conf.resultBackendTransportOptions,
-          connection: this.connection,
-          oid: this.threadOid,
-          resultExpiresMs: this.conf.resultExpires * 1000,
-          persistent: this.conf.resultPersistent,
-        })
-      : Promise.resolve(null);
-    return this.#backend;
+    if (this.#backend) return this.#backend;
+    if (!this.conf.backend) {
+      this.#backendReady = null;
+      this.#backend = Promise.resolve(null);
+      return this.#backend;
+    }
+    const pending = createResultBackend(this.conf.backend, {
+      ...this.conf.resultBackendTransportOptions,
+      connection: this.connection,
+      oid: this.threadOid,
+      resultExpiresMs: this.conf.resultExpires * 1000,
+      persistent: this.conf.resultPersistent,
+    });
+    this.#backend = pending;
+    pending.then(
+      (backend) => {
+        // Unless the app was closed (and maybe reconfigured) meanwhile.
+        if (this.#backend === pending) this.#backendReady = backend;
+      },
+      () => undefined, // the caller awaiting `pending` gets the error
+    );
+    return pending;
   }
 
   /** A handle on the result of task `id`. */
@@ -105,30 +120,74 @@ export class App {
     kwargs: Record<string, unknown> = {},
     options: ApplyOptions = {},
   ): Promise<AsyncResult<R>> {
-    const id = await this.sendTaskMessage(name, [...args], { ...options, kwargs });
-    return new AsyncResult<R>(id, await this.backend());
+    const id = await this.sendTaskMessage(name, args as unknown[], { ...options, kwargs });
+    return new AsyncResult<R>(id, this.#backendReady !== undefined ? this.#backendReady : await this.backend());
   }
 
   /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
     const prepared = prepareTaskMessage(this, name, args, options, Date.now(), embed);
-    const { id, message, eta } = prepared;
-    const backend = await this.backend();
-    await backend?.onTaskCall?.(id);
-    const delay = eta ? eta.getTime() - Date.now() : 0;
+    const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
+    if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
+    const delay = prepared.eta ? prepared.eta.getTime() - Date.now() : 0;
     // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
     // Python one too) handles it, and a kq worker then defers it to the broker itself.
     const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
-    await this.producer.publishMessage(message, {
+    await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
+    if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
+    return prepared.id;
+  }
+
+  /**
+   * Sends many tasks in one go — the bulk way, like BullMQ's `addBulk`: each message is built exactly as `sendTask`
+   * builds it, then the messages bound for the same queue are published as one batch (one `LPUSH` on Redis).
+   * Resolves to their results, in call order, once the broker has them all; when it rejects, some may have been sent.
+   */
+  async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
+    const nowMs = Date.now();
+    const prepared = calls.map((call) => {
+      const kwargs = call.kwargs ?? {};
+      return prepareTaskMessage(this, call.name, call.args ?? [], call.options ? { ...call.options, kwargs } : { kwargs }, nowMs);
+    });
+    const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
+    if (backend?.onTaskCall) await Promise.all(prepared.map((message) => backend.onTaskCall?.(message.id)));
+    const batches = new Map<string, PreparedTaskMessage[]>();
+    const delayed: Promise<void>[] = [];
+    for (const message of prepared) {
+      const delay = message.eta ? message.eta.getTime() - Date.now() : 0;
+      if (delay > 0 && this.conf.etaStrategy === 'broker') {
+        // Each has its own delay: published on its own.
+        delayed.push(this.producer.publishMessage(message.message, this.#publishParams(message, delay)));
+        continue;
+      }
+      const key = `${message.exchange.name}\u0000${message.routingKey}\u0000${message.queue?.name ?? ''}`;
+      const batch = batches.get(key);
+      if (batch) batch.push(message);
+      else batches.set(key, [message]);
+    }
+    await Promise.all([
+      ...delayed,
+      ...[...batches.values()].map((batch) =>
+        this.producer.publishMessages(
+          batch.map((message) => message.message),
+          this.#publishParams(batch[0] as PreparedTaskMessage, 0),
+        ),
+      ),
+    ]);
+    if (this.conf.taskSendSentEvent) for (const message of prepared) sendTaskSentEvent(this, taskSentFields(message.message, message));
+    return prepared.map((message) => new AsyncResult<R>(message.id, backend));
+  }
+
+  #publishParams(prepared: PreparedTaskMessage, delay: number): MessagePublishParams {
+    const params: MessagePublishParams = {
       exchange: prepared.exchange,
       routingKey: prepared.routingKey,
       declare: prepared.queue ? [prepared.queue] : [],
       retry: this.conf.taskPublishRetry,
       retryPolicy: this.conf.taskPublishRetryPolicy,
-      ...(useBrokerDelay ? { delay } : {}),
-    });
-    if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(message, prepared));
-    return id;
+    };
+    if (delay > 0) params.delay = delay;
+    return params;
   }
 
   /**
@@ -147,16 +206,17 @@ export class App {
   }
 
   async close(): Promise<void> {
-    const backend = await this.#backend?.catch(() => null);
-    await backend?.close();
+    const pending = this.#backend;
     this.#backend = undefined;
+    this.#backendReady = undefined;
+    const backend = await pending?.catch(() => null);
+    await backend?.close();
     await this.control.close();
     await this.#connection?.close();
     this.#connection = undefined;
     this.#producer = undefined;
   }
 }
-
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

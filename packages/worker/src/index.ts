@@ -8,7 +8,7 @@ export * from './protocol/index';
 export * from './results/index';
 export { Router, type ResolvedRoute } from './router';
 export { Signature, type SignatureOptions } from './signature';
-export { Task, type ApplyOptions, type TaskFunction, type TaskOptions } from './task';
+export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 export { TaskContext, type RetryOptions, type TaskRequest } from './task-context';
 export { parseRateLimit, TokenBucket } from './rate-limit';
 export { backoffCountdown } from './retry-backoff';

@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { Exchange, OutgoingMessage, Queue } from '@kq/core';
+import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
 import type { App } from './app';
 import { anonNodename, encodeTaskMessage, parseIsoDate, type SignatureJson } from './protocol/index';
 import type { Signature } from './signature';
@@ -37,7 +36,7 @@ export function prepareTaskMessage(
   nowMs: number = Date.now(),
   embed: TaskEmbed = {},
 ): PreparedTaskMessage {
-  const id = options.taskId ?? randomUUID();
+  const id = options.taskId ?? randomUuid();
   const kwargs = options.kwargs ?? {};
   const route = app.router.route(name, args, kwargs, {
     queue: options.queue,
@@ -54,7 +53,8 @@ export function prepareTaskMessage(
     {
       id,
       name,
-      args: [...args],
+      // Serialized before this returns, so the caller's array is read, never kept.
+      args: args as unknown[],
       kwargs,
       eta,
       expires,

@@ -3,11 +3,14 @@ import type { AppConfig, Route } from './config';
 
 /** Where one task message is published, and the queue to declare first (Celery's maybe_declare). */
 export interface ResolvedRoute {
-  queue: Queue | null;
-  exchange: Exchange;
-  routingKey: string;
-  priority: number | undefined;
+  readonly queue: Queue | null;
+  readonly exchange: Exchange;
+  readonly routingKey: string;
+  readonly priority: number | undefined;
 }
+
+/** Most task names whose route is remembered; beyond it the memo starts over (names sent are usually few). */
+const MAX_REMEMBERED_ROUTES = 1000;
 
 /**
  * Celery's router: the task's own queue option, else `taskRoutes` (globs in insertion order, or a function), else the
@@ -18,6 +21,8 @@ export class Router {
   readonly #config: AppConfig;
   readonly #patterns: Array<{ test: RegExp; route: Route }> = [];
   readonly #queues = new Map<string, Queue>();
+  /** Routes by task name for sends without routing options, when `taskRoutes` is not a function of the arguments. */
+  readonly #byName = new Map<string, ResolvedRoute>();
 
   constructor(config: AppConfig) {
     this.#config = config;
@@ -31,6 +36,24 @@ export class Router {
   }
 
   route(name: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, explicit: Route = {}): ResolvedRoute {
+    const plain =
+      explicit.queue === undefined &&
+      explicit.exchange === undefined &&
+      explicit.exchangeType === undefined &&
+      explicit.routingKey === undefined &&
+      explicit.priority === undefined;
+    if (!plain || typeof this.#config.taskRoutes === 'function') return this.#resolve(name, args, kwargs, explicit);
+    // Glob routes and the default depend on the name alone: resolve each name once (no objects per send).
+    let route = this.#byName.get(name);
+    if (route === undefined) {
+      if (this.#byName.size >= MAX_REMEMBERED_ROUTES) this.#byName.clear();
+      route = this.#resolve(name, args, kwargs, explicit);
+      this.#byName.set(name, route);
+    }
+    return route;
+  }
+
+  #resolve(name: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, explicit: Route): ResolvedRoute {
     const found = explicit.queue || explicit.exchange ? explicit : { ...this.#lookup(name, args, kwargs), ...stripUndefined(explicit) };
     const priority = explicit.priority ?? found.priority ?? this.#config.taskDefaultPriority ?? undefined;
     if (found.exchange && !found.queue) {

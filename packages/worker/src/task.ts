@@ -1,3 +1,4 @@
+import { KqError } from '@kq/core';
 import type { App } from './app';
 import type { SignatureJson } from './protocol/index';
 import type { AsyncResult } from './results/index';
@@ -72,6 +73,14 @@ export interface ApplyOptions {
   chain?: readonly SignatureJson[];
 }
 
+/** One call for `app.sendTasks`: a task by name with its arguments and options. */
+export interface TaskCall {
+  name: string;
+  args?: readonly unknown[];
+  kwargs?: Record<string, unknown>;
+  options?: ApplyOptions;
+}
+
 export type TaskFunction<A extends unknown[], R> = (ctx: TaskContext, ...args: A) => R | Promise<R>;
 
 /**
@@ -98,6 +107,26 @@ export class Task<A extends unknown[] = unknown[], R = unknown> {
 
   /** Sends the task with arguments and options (countdown, eta, expires, priority, queue, ...). */
   applyAsync(args?: A, options: ApplyOptions = {}): Promise<AsyncResult<Awaited<R>>> {
+    const withDefaults = this.#withDefaults(options);
+    return this.app.sendTask<Awaited<R>>(this.name, args ?? [], withDefaults.kwargs ?? {}, withDefaults);
+  }
+
+  /**
+   * Sends one call of the task per argument list, in bulk (`app.sendTasks`): the way to enqueue thousands at once.
+   * `options` apply to every call.
+   */
+  applyMany(argsList: readonly A[], options: ApplyOptions = {}): Promise<Array<AsyncResult<Awaited<R>>>> {
+    if (options.taskId !== undefined && argsList.length > 1) {
+      return Promise.reject(new KqError(`applyMany sends ${argsList.length} tasks, which cannot share one taskId; leave taskId out.`));
+    }
+    const withDefaults = this.#withDefaults(options);
+    return this.app.sendTasks<Awaited<R>>(
+      argsList.map((args) => ({ name: this.name, args, kwargs: withDefaults.kwargs ?? {}, options: withDefaults })),
+    );
+  }
+
+  /** Options for one call: the call's own, else the task's. */
+  #withDefaults(options: ApplyOptions): ApplyOptions {
     const withDefaults: ApplyOptions = { ...options };
     if (withDefaults.queue === undefined && withDefaults.exchange === undefined && this.options.queue !== undefined) withDefaults.queue = this.options.queue;
     if (withDefaults.exchange === undefined && this.options.exchange !== undefined) withDefaults.exchange = this.options.exchange;
@@ -108,7 +137,7 @@ export class Task<A extends unknown[] = unknown[], R = unknown> {
     if (withDefaults.softTimeLimit === undefined && this.options.softTimeLimit !== undefined) withDefaults.softTimeLimit = this.options.softTimeLimit;
     if (withDefaults.serializer === undefined && this.options.serializer !== undefined) withDefaults.serializer = this.options.serializer;
     if (withDefaults.ignoreResult === undefined && this.options.ignoreResult !== undefined) withDefaults.ignoreResult = this.options.ignoreResult;
-    return this.app.sendTask<Awaited<R>>(this.name, args ?? [], withDefaults.kwargs ?? {}, withDefaults);
+    return withDefaults;
   }
 
   /** A signature of this task (Celery's `.s()`), for callbacks and chains. */

@@ -223,7 +223,7 @@ export class Beat extends TypedEmitter<BeatEvents> {
       const declare: Entity[] = [];
       if (prepared.queue) declare.push(prepared.queue);
       else if (prepared.exchange.name !== '') declare.push(prepared.exchange);
-      for (const entity of declare) if (!this.app.connection.hasDeclared(entity)) await this.app.connection.declare(entity);
+      for (const entity of declare) await this.app.connection.maybeDeclare(entity);
       const outcome = await this.#commit(
         leadership,
         { entry: entry.name, tick, publish: { exchange: prepared.exchange.name, routingKey: prepared.routingKey, message: prepared.message } },

@@ -32,10 +32,9 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
   if (!isCount(nesting)) throw fail(`replacedTaskNesting must be a non-negative integer, got ${describeValue(nesting)}`);
   const priority = init.priority ?? 0;
   if (!isCount(priority) || priority > 255) throw fail(`priority must be an integer from 0 to 255, got ${describeValue(priority)}`);
-  for (const [field, limit] of [['timeLimit', init.timeLimit], ['softTimeLimit', init.softTimeLimit]] as const) {
-    if (limit !== undefined && limit !== null && !(typeof limit === 'number' && Number.isFinite(limit) && limit >= 0)) {
-      throw fail(`${field} must be a non-negative number of seconds or null, got ${describeValue(limit)}`);
-    }
+  if (!isTimeLimit(init.timeLimit)) throw fail(`timeLimit must be a non-negative number of seconds or null, got ${describeValue(init.timeLimit)}`);
+  if (!isTimeLimit(init.softTimeLimit)) {
+    throw fail(`softTimeLimit must be a non-negative number of seconds or null, got ${describeValue(init.softTimeLimit)}`);
   }
   const stamps = init.stamps ?? {};
   if (!isPlainRecord(stamps)) throw fail(`stamps must be a plain object, got ${describeValue(stamps)}`);
@@ -69,8 +68,13 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
     headers.stamps = stamps;
   }
   // Custom headers go next to the protocol's, as Celery merges them; they can never replace a protocol header.
-  for (const [key, value] of Object.entries(init.headers ?? {})) {
-    if (value !== undefined && !PROTOCOL_HEADER_KEYS.has(key)) setOwn(headers, key, value);
+  const custom = init.headers;
+  if (custom) {
+    for (const key in custom) {
+      if (!Object.hasOwn(custom, key)) continue;
+      const value = custom[key];
+      if (value !== undefined && !PROTOCOL_HEADER_KEYS.has(key)) setOwn(headers, key, value);
+    }
   }
 
   const embed: Record<'callbacks' | 'errbacks' | 'chain' | 'chord', SignatureJson[] | SignatureJson | null> = {
@@ -105,6 +109,10 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
     headers,
     properties,
   };
+}
+
+function isTimeLimit(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'number' && Number.isFinite(value) && value >= 0);
 }
 
 function isCount(value: unknown): value is number {
