@@ -152,7 +152,7 @@ export class Request {
       if (worker.log.enabled('info')) worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
-      await this.#sendCallbacks(value);
+      if (this.message.callbacks?.length || this.message.chain?.length) await this.#sendCallbacks(value);
       if (this.acksLate) await this.#settle('ack');
     } catch (error) {
       outcome = await this.#handleError(error);
@@ -203,32 +203,27 @@ export class Request {
     const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.log.child(this.name));
     // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
     const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
-    const races: Array<Promise<unknown>> = [running];
-    if (hard !== null && hard > 0) {
-      // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
-      // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
-      races.push(
-        new Promise((_, reject) =>
-          timers.push(
-            setTimeout(() => {
-              const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
-              this.#killWith(error);
-              reject(error);
-            }, hard * 1000),
-          ),
-        ),
-      );
-    }
-    races.push(
-      new Promise((_, reject) => {
-        // A terminate ends the run (the hard limit has its own racer above); a soft limit only aborts the signal.
-        if (this.#killReason !== undefined && this.#terminated) reject(this.#killReason);
-        this.#onKill = (reason) => {
-          if (this.#terminated) reject(reason);
-        };
-      }),
-    );
-    return Promise.race(races);
+    // One promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
+    // three: this runs once per task.
+    return new Promise<unknown>((resolve, reject) => {
+      running.then(resolve, reject);
+      if (hard !== null && hard > 0) {
+        // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
+        // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
+        timers.push(
+          setTimeout(() => {
+            const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
+            this.#killWith(error);
+            reject(error);
+          }, hard * 1000),
+        );
+      }
+      // A terminate ends the run (the hard limit ends it above); a soft limit only aborts the signal.
+      if (this.#killReason !== undefined && this.#terminated) reject(this.#killReason);
+      this.#onKill = (reason) => {
+        if (this.#terminated) reject(reason);
+      };
+    });
   }
 
   async #handleError(error: unknown): Promise<Outcome> {

@@ -16,6 +16,9 @@ import type { ClusterOptions } from '../cluster/cluster-options';
 import { withClusterSteps } from '../cluster/cluster-steps';
 import { WorkerState } from './worker-state';
 
+/** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
+const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
+
 /** Header kq counts redeliveries in, on transports that do not count them. */
 export const REDELIVERIES_HEADER = 'kq_redeliveries';
 
@@ -266,7 +269,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     return this.#eta.entries().map(({ eta, item }) => ({ eta, request: item }));
   }
 
-  emitTask(kind: TaskEventKind, request: Request, fields: Record<string, unknown> = {}): void {
+  emitTask(kind: TaskEventKind, request: Request, fields: Readonly<Record<string, unknown>> = NO_FIELDS): void {
     this.emit('task', kind, request, fields);
   }
 
@@ -291,7 +294,8 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       return;
     }
     const request = new Request(this, delivery, message, task as never);
-    const deliveries = await this.#redeliveries(delivery);
+    const counted = this.#deliveriesBefore(delivery);
+    const deliveries = counted === 'republish' ? await this.#republishCounted(delivery) : counted;
     if (deliveries === null) return; // handed on as a counted copy
     if (deliveries >= this.app.conf.workerMaxRedeliveries) {
       const reason = `Task ${message.name}[${message.id}] was delivered ${deliveries + 1} times without completing (does it crash its worker?); giving up.`;
@@ -325,16 +329,23 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   /**
    * How many times this message was delivered before. Brokers that count (quorum queues) say so; for the others a
    * redelivered message is republished once with the count in a header and the original acked, so a task that
-   * keeps killing its worker is stopped after `workerMaxRedeliveries` instead of looping forever. Returns null when
-   * the message was handed on that way.
+   * keeps killing its worker is stopped after `workerMaxRedeliveries` instead of looping forever. Answered without
+   * waiting unless the message must be republished (`'republish'`, then see {@link #republishCounted}).
    */
-  async #redeliveries(delivery: Delivery): Promise<number | null> {
+  #deliveriesBefore(delivery: Delivery): number | 'republish' {
     const { deliveryInfo } = delivery;
     if (deliveryInfo.deliveryCount !== undefined) return deliveryInfo.deliveryCount;
     const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
     if (!deliveryInfo.redelivered) return counted;
     const seen = counted + 1;
-    if (seen >= this.app.conf.workerMaxRedeliveries) return seen;
+    return seen >= this.app.conf.workerMaxRedeliveries ? seen : 'republish';
+  }
+
+  /** Hands a redelivered message on with its count raised and acks it; null once handed on, else the count. */
+  async #republishCounted(delivery: Delivery): Promise<number | null> {
+    const { deliveryInfo } = delivery;
+    const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
+    const seen = counted + 1;
     try {
       const channel = await this.app.connection.channel();
       await channel.publish(deliveryInfo.exchange, deliveryInfo.routingKey, republishable(delivery, { [REDELIVERIES_HEADER]: seen }));
