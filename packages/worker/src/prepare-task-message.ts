@@ -1,6 +1,6 @@
 import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
 import type { App } from './app';
-import { anonNodename, encodeTaskMessage, parseIsoDate, type SignatureJson } from './protocol/index';
+import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from './protocol/index';
 import type { Signature } from './signature';
 import type { ApplyOptions } from './task';
 
@@ -38,17 +38,21 @@ export function prepareTaskMessage(
 ): PreparedTaskMessage {
   const id = options.taskId ?? randomUuid();
   const kwargs = options.kwargs ?? {};
-  const route = app.router.route(name, args, kwargs, {
-    queue: options.queue,
-    exchange: options.exchange,
-    routingKey: options.routingKey,
-    priority: options.priority,
-  });
-  const toDate = (value: Date | string): Date => (value instanceof Date ? value : parseIsoDate(value, app.conf.timezone));
-  const eta = options.eta !== undefined ? toDate(options.eta) : options.countdown !== undefined ? new Date(nowMs + options.countdown * 1000) : null;
+  // The options carry the route fields (queue, exchange, routingKey, priority) under the router's names.
+  const route = app.router.route(name, args, kwargs, options);
+  const zone = app.conf.timezone;
+  const eta =
+    options.eta !== undefined ? toDate(options.eta, zone) : options.countdown !== undefined ? new Date(nowMs + options.countdown * 1000) : null;
   const expires =
-    options.expires === undefined ? null : typeof options.expires === 'number' ? new Date(nowMs + options.expires * 1000) : toDate(options.expires);
+    options.expires === undefined ? null : typeof options.expires === 'number' ? new Date(nowMs + options.expires * 1000) : toDate(options.expires, zone);
+  const encodeOptions: EncodeTaskOptions = {
+    serializer: options.serializer ?? app.conf.taskSerializer,
+    deliveryMode: app.conf.taskDefaultDeliveryMode,
+    origin: anonNodename(),
+  };
   const compression = options.compression ?? app.conf.taskCompression;
+  if (compression) encodeOptions.compression = compression;
+  if (expires !== null) encodeOptions.now = new Date(nowMs);
   const message = encodeTaskMessage(
     {
       id,
@@ -73,17 +77,15 @@ export function prepareTaskMessage(
       chord: embed.chord ?? null,
       headers: options.headers ?? {},
       replyTo: options.replyTo ?? app.threadOid,
-      ...(route.priority === undefined ? {} : { priority: route.priority }),
+      priority: route.priority,
     },
-    {
-      serializer: options.serializer ?? app.conf.taskSerializer,
-      ...(compression ? { compression } : {}),
-      deliveryMode: app.conf.taskDefaultDeliveryMode,
-      origin: anonNodename(),
-      now: new Date(nowMs),
-    },
+    encodeOptions,
   );
   return { id, message, exchange: route.exchange, routingKey: route.routingKey, queue: route.queue, eta };
+}
+
+function toDate(value: Date | string, zone: string): Date {
+  return value instanceof Date ? value : parseIsoDate(value, zone);
 }
 
 function signaturesJson(value: Signature | readonly Signature[] | undefined): SignatureJson[] | null {
