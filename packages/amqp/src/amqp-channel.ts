@@ -19,7 +19,7 @@ import {
 } from '@kq/core';
 import type { AmqplibChannel, AmqplibGetMessage } from './amqplib-loader';
 import { AmqpConsumer } from './amqp-consumer';
-import { AmqpDelivery, type SettleAction } from './amqp-delivery';
+import { AmqpDelivery, type DeliverySettler, type SettleAction } from './amqp-delivery';
 import type { OperationContext } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
 import { bindQueueOn, declareExchangeOn, declareQueueOn } from './declarations';
@@ -27,6 +27,14 @@ import { toDeliveryInit, toPublishOptions } from './message-mapping';
 import { Publisher } from './publisher';
 import { runOnSlot } from './slot-operation';
 import type { ConsumerOwner, TransportContext } from './transport-context';
+
+/** A message fetched with `basic.get`, and the getter channel (incarnation) it must be settled on. */
+interface Fetched {
+  readonly channel: AmqplibChannel;
+  readonly incarnation: number;
+  readonly message: AmqplibGetMessage;
+  readonly queue: string;
+}
 
 /**
  * A kq channel on AMQP. It is a bundle of amqplib channels, each replaced on its own when the broker closes it:
@@ -45,6 +53,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
   readonly #getter: ChannelSlot;
   readonly #publisher: Publisher;
   readonly #consumers = new Set<AmqpConsumer>();
+  readonly #gotSettler: DeliverySettler<Fetched> = { settle: (fetched, action) => this.#settleGot(fetched, action) };
   #open = true;
 
   constructor(ctx: TransportContext) {
@@ -154,7 +163,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
     const { channel, incarnation, message } = fetched;
     if (message === false) return null;
     const init = toDeliveryInit(message, queue, undefined, noAck, this.#ctx.ladder);
-    return new AmqpDelivery(init, (action) => this.#settleGot(channel, incarnation, message, queue, action));
+    return new AmqpDelivery(init, this.#gotSettler, { channel, incarnation, message, queue });
   }
 
   async consume(options: ConsumeOptions): Promise<ConsumerHandle> {
@@ -230,7 +239,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
     });
   }
 
-  #settleGot(channel: AmqplibChannel, incarnation: number, message: AmqplibGetMessage, queue: string, action: SettleAction): Promise<void> {
+  #settleGot({ channel, incarnation, message, queue }: Fetched, action: SettleAction): Promise<void> {
     const tag = message.fields.deliveryTag;
     if (!this.#open) {
       return Promise.reject(

@@ -8,7 +8,7 @@ import {
 } from '@kq/core';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
 import { AckCoalescer } from './ack-coalescer';
-import { AmqpDelivery, type SettleAction } from './amqp-delivery';
+import { AmqpDelivery, type DeliverySettler, type SettleAction } from './amqp-delivery';
 import { ConsumerCancelled, brokerText, toKqError } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
 import { FairBacklog } from './fair-backlog';
@@ -49,12 +49,16 @@ const REFILL_EXPECT_MS = 100;
 /** Refill waits that ran out (each followed by asking the broker for the queue's depth) before a queue is skipped. */
 const MAX_REFILL_CHECKS = 3;
 
+/** One delivery: where it came from, and so where it is settled. Made once per message, kept by its `AmqpDelivery`. */
 interface Buffered {
-  message: AmqplibConsumeMessage;
-  subscription: Subscription;
-  channel: AmqplibChannel;
-  incarnation: number;
+  readonly message: AmqplibConsumeMessage;
+  readonly subscription: Subscription;
+  readonly channel: AmqplibChannel;
+  readonly incarnation: number;
 }
+
+/** What settling resolves with: one shared promise, as nothing waits on the broker for an ack. */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /**
  * A consumer of one or more queues on an amqplib channel of its own.
@@ -92,6 +96,10 @@ export class AmqpConsumer implements ConsumerHandle {
   #brokerPrefetch = -1;
   #inflight = 0;
   readonly #backlog: FairBacklog<Subscription, Buffered>;
+  /** Round-robin bookkeeping (arrival and settle times per queue) is kept only when there are several queues. */
+  readonly #multiQueue: boolean;
+  /** Settles this consumer's deliveries (one object for all of them, rather than a closure each). */
+  readonly #settler: DeliverySettler<Buffered> = { settle: (origin, action) => this.#settle(origin, action) };
   #pumpScheduled = false;
   #refillTimer: NodeJS.Timeout | undefined;
   /** Moving average of the time from settling a delivery to the next delivery of the same queue, in ms. */
@@ -133,6 +141,7 @@ export class AmqpConsumer implements ConsumerHandle {
       };
     });
     this.#backlog = new FairBacklog(this.#subscriptions);
+    this.#multiQueue = this.#subscriptions.length > 1;
     this.#slot = new ChannelSlot(ctx.supervisor, 'plain', {
       onOpen: (channel, incarnation) => this.#setUp(channel, incarnation),
       onLost: (channel, error) => this.#onLost(channel, error),
@@ -354,7 +363,7 @@ export class AmqpConsumer implements ConsumerHandle {
       return;
     }
     if (this.#noAck) {
-      this.#dispatch(subscription, channel, incarnation, message);
+      this.#dispatch({ message, subscription, channel, incarnation });
       return;
     }
     const acks = this.#coalescerOf(channel);
@@ -366,6 +375,19 @@ export class AmqpConsumer implements ConsumerHandle {
     }
     // Not dispatched right away: amqplib emits every delivery of one socket read in a row, and RabbitMQ sends each
     // queue's in bursts; collecting them first lets the pump (a microtask later) hand them out round-robin.
+    if (this.#multiQueue) this.#arrived(subscription);
+    this.#backlog.push(subscription, { message, subscription, channel, incarnation });
+    if (this.#refillTimer !== undefined && this.#refillWait() === 0) {
+      // The delivery waited for has come: hand out now.
+      clearTimeout(this.#refillTimer);
+      this.#refillTimer = undefined;
+      this.#pumpScheduled = false;
+    }
+    this.#schedulePump();
+  }
+
+  /** Round-robin bookkeeping: a delivery of `subscription` arrived now. */
+  #arrived(subscription: Subscription): void {
     const now = Date.now();
     if (subscription.settledSinceArrival > 0 && subscription.lastSettle > 0) {
       const sample = Math.min(REFILL_WAIT_MAX_MS, now - subscription.lastSettle);
@@ -376,14 +398,6 @@ export class AmqpConsumer implements ConsumerHandle {
     subscription.settledSinceArrival = 0;
     subscription.refillChecks = 0;
     subscription.presumedEmpty = false;
-    this.#backlog.push(subscription, { message, subscription, channel, incarnation });
-    if (this.#refillTimer !== undefined && this.#refillWait() === 0) {
-      // The delivery waited for has come: hand out now.
-      clearTimeout(this.#refillTimer);
-      this.#refillTimer = undefined;
-      this.#pumpScheduled = false;
-    }
-    this.#schedulePump();
   }
 
   /**
@@ -399,18 +413,18 @@ export class AmqpConsumer implements ConsumerHandle {
     return this.#prefetch === 0 || this.#inflight < this.#prefetch;
   }
 
-  #dispatch(subscription: Subscription, channel: AmqplibChannel, incarnation: number, message: AmqplibConsumeMessage): void {
+  #dispatch(origin: Buffered): void {
     try {
-      const init = toDeliveryInit(message, subscription.queue, this.tag, this.#noAck, this.#ctx.ladder);
-      const delivery = new AmqpDelivery(init, (action) => this.#settle(channel, incarnation, message, subscription, action));
-      this.#options.onMessage(delivery);
+      const init = toDeliveryInit(origin.message, origin.subscription.queue, this.tag, this.#noAck, this.#ctx.ladder);
+      this.#options.onMessage(new AmqpDelivery(init, this.#settler, origin));
     } catch (error) {
       // A throwing handler must not stop the consumer; the delivery stays unsettled (requeued if the channel dies).
       this.#owner.reportError(error);
     }
   }
 
-  #settle(channel: AmqplibChannel, incarnation: number, message: AmqplibConsumeMessage, subscription: Subscription, action: SettleAction): Promise<void> {
+  #settle(origin: Buffered, action: SettleAction): Promise<void> {
+    const { message, subscription, channel, incarnation } = origin;
     const tag = message.fields.deliveryTag;
     const queue = subscription.queue;
     if (!this.#owner.isOpen) {
@@ -432,12 +446,14 @@ export class AmqpConsumer implements ConsumerHandle {
     }
     if (!this.#noAck) {
       this.#inflight = Math.max(0, this.#inflight - 1);
-      subscription.settledSinceArrival += 1;
-      subscription.lastSettle = Date.now();
+      if (this.#multiQueue) {
+        subscription.settledSinceArrival += 1;
+        subscription.lastSettle = Date.now();
+      }
       if (this.#cancelled && this.#inflight === 0) void this.#finish();
       else this.#schedulePump();
     }
-    return Promise.resolve();
+    return SETTLED;
   }
 
   #schedulePump(): void {
@@ -462,7 +478,7 @@ export class AmqpConsumer implements ConsumerHandle {
       const next = this.#backlog.shift() as Buffered;
       if (!this.#slot.owns(next.channel, next.incarnation)) continue; // its channel died: the broker has it again
       this.#inflight += 1;
-      this.#dispatch(next.subscription, next.channel, next.incarnation, next.message);
+      this.#dispatch(next);
     }
   }
 
@@ -476,7 +492,7 @@ export class AmqpConsumer implements ConsumerHandle {
    * with messages ready is waited for again, up to `MAX_REFILL_CHECKS` times (other consumers may be taking them).
    */
   #refillWait(): number {
-    if (this.#subscriptions.length < 2 || this.#expectedMissing().length === 0) return 0;
+    if (!this.#multiQueue || this.#expectedMissing().length === 0) return 0;
     return Math.min(REFILL_WAIT_MAX_MS, Math.max(REFILL_WAIT_MIN_MS, Math.ceil(3 * this.#refillLatency)));
   }
 

@@ -2,16 +2,26 @@ import { BaseDelivery, type DeliveryInit } from '@kq/core';
 
 export type SettleAction = 'ack' | 'reject' | 'requeue';
 
-/** A delivery from an AMQP channel; settling goes back to the consumer (or getter) that owns the channel. */
-export class AmqpDelivery extends BaseDelivery {
-  readonly #onSettle: (action: SettleAction) => Promise<void>;
+/** Settles deliveries for the consumer (or getter) that owns their channel; `origin` says which delivery. */
+export interface DeliverySettler<O> {
+  settle(origin: O, action: SettleAction): Promise<void>;
+}
 
-  constructor(init: DeliveryInit, onSettle: (action: SettleAction) => Promise<void>) {
+/**
+ * A delivery from an AMQP channel; settling goes back to the consumer (or getter) that owns the channel. It holds
+ * its owner's settler and its own origin record rather than a closure over them: a consumer makes one per message.
+ */
+export class AmqpDelivery<O> extends BaseDelivery {
+  readonly #settler: DeliverySettler<O>;
+  readonly #origin: O;
+
+  constructor(init: DeliveryInit, settler: DeliverySettler<O>, origin: O) {
     super(init);
-    this.#onSettle = onSettle;
+    this.#settler = settler;
+    this.#origin = origin;
   }
 
   protected settle(action: SettleAction): Promise<void> {
-    return this.#onSettle(action);
+    return this.#settler.settle(this.#origin, action);
   }
 }

@@ -17,6 +17,11 @@ interface LoadedAmqplib {
    * captured the stock decoder, and a Python header holding an integer beyond 32 bits closes the connection.
    */
   tolerantFieldTables: boolean;
+  /**
+   * True when that decoder is this copy's `decodeFieldTable` (not one installed by another copy of this package in
+   * the same process): only then does `decodedHoldsTagged` know the tables amqplib hands over.
+   */
+  decodesWithThisCopy: boolean;
 }
 
 /**
@@ -30,16 +35,21 @@ function loadAmqplib(): LoadedAmqplib {
   const libDir = join(dirname(require.resolve('amqplib')), 'lib');
   const defsAlreadyLoaded = require.cache[join(libDir, 'defs.js')] !== undefined;
   const codec = require(join(libDir, 'codec.js')) as AmqplibCodec;
+  let installed: AmqplibCodec['decodeFields'] | undefined;
   if (!defsAlreadyLoaded && codec.decodeFields[TOLERANT] !== true) {
-    const tolerant = Object.assign((slice: Buffer) => decodeFieldTable(slice), { [TOLERANT]: true as const });
-    codec.decodeFields = tolerant;
+    installed = Object.assign((slice: Buffer) => decodeFieldTable(slice), { [TOLERANT]: true as const });
+    codec.decodeFields = installed;
   }
   const amqplib = require('amqplib') as typeof Amqplib;
   // Patched before defs.js loaded (by this or an earlier copy of this module) ⇒ amqplib uses it.
-  return { amqplib, tolerantFieldTables: codec.decodeFields[TOLERANT] === true };
+  return {
+    amqplib,
+    tolerantFieldTables: codec.decodeFields[TOLERANT] === true,
+    decodesWithThisCopy: installed !== undefined && codec.decodeFields === installed,
+  };
 }
 
-export const { amqplib, tolerantFieldTables } = loadAmqplib();
+export const { amqplib, tolerantFieldTables, decodesWithThisCopy } = loadAmqplib();
 
 export type {
   Channel as AmqplibChannel,

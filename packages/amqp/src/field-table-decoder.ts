@@ -10,19 +10,26 @@
  * shapes — `{'!': 'timestamp', value}` and `{'!': 'decimal', value}` — keeps working), adds py-amqp's `L` (signed
  * 64) and `U` (signed 16), and keeps a value it cannot parse as the raw bytes from that point on (under the
  * same key) instead of failing.
+ *
+ * It runs for every delivery (a Celery task message carries some twenty headers), so it avoids per-value work:
+ * keys come from an interning cache (see `KeyCache`), tags are dispatched on their byte, nested tables are read in
+ * place rather than from a sub-buffer, and nothing is recorded per table unless it holds a tagged value.
  */
+
+import { KeyCache } from './key-cache';
 
 type FieldValue = unknown;
 
 /**
- * Tables (and arrays) this decoder made, each with whether it holds a tagged value (`{'!': 'timestamp' |
- * 'decimal'}`) at any depth: `fromFieldTable` then knows without walking a table whether it has anything to convert.
+ * Tables (and arrays) this decoder made that hold a tagged value (`{'!': 'timestamp' | 'decimal'}`) at any depth.
+ * Only those are recorded (rare: Celery sends none), so `fromDecodedFieldTable` knows without walking a table
+ * whether it has anything to convert.
  */
-const holdsTaggedByTable = new WeakMap<object, boolean>();
+const tablesHoldingTagged = new WeakSet<object>();
 
-/** For a table this decoder made: whether a tagged value is in it. `undefined` for any other object. */
-export function decodedHoldsTagged(table: object): boolean | undefined {
-  return holdsTaggedByTable.get(table);
+/** For a table (or array) this decoder made: whether a tagged value is in it, at any depth. */
+export function decodedHoldsTagged(table: object): boolean {
+  return tablesHoldingTagged.has(table);
 }
 
 interface BufferWithSlices {
@@ -36,6 +43,8 @@ const utf8Slice: (buffer: Buffer, start: number, end: number) => string =
     ? (buffer, start, end) => (buffer as unknown as BufferWithSlices).utf8Slice(start, end)
     : (buffer, start, end) => buffer.toString('utf8', start, end);
 
+const keys = new KeyCache(utf8Slice);
+
 /** Thrown internally when a value's tag is unknown: its length is unknowable, so the rest of its table is too. */
 class UnknownTag extends Error {
   constructor(readonly tag: string) {
@@ -43,139 +52,163 @@ class UnknownTag extends Error {
   }
 }
 
-interface Cursor {
-  offset: number;
-  /** Set when a tagged value was read (in this table or one nested in it). */
-  tagged: boolean;
-}
+/** Thrown internally when a value or key runs past the end of its table. */
+class Truncated extends Error {}
+
+// The decoder's position and tagged flag. Decoding is synchronous and never re-entered, so module state replaces a
+// cursor object per table.
+let offset = 0;
+/** Set when a tagged value was read in the table (or array) being read, or one nested in it. */
+let tagged = false;
 
 export function decodeFieldTable(slice: Buffer): Record<string, FieldValue> {
-  const cursor: Cursor = { offset: 0, tagged: false };
-  return readTable(slice, cursor);
+  offset = 0;
+  tagged = false;
+  return readTable(slice, slice.length);
 }
 
-function readTable(slice: Buffer, cursor: Cursor): Record<string, FieldValue> {
+/** Reads the table entries from `offset` up to `end`; leaves `offset` at `end`. */
+function readTable(slice: Buffer, end: number): Record<string, FieldValue> {
   const fields: Record<string, FieldValue> = {};
-  const length = slice.length;
-  while (cursor.offset < length) {
-    let key = '';
-    const start = cursor.offset;
-    try {
-      const keyLength = slice[cursor.offset] as number;
-      cursor.offset += 1;
-      if (cursor.offset + keyLength > length) throw new RangeError('field-table key runs past the end of the table');
-      key = utf8Slice(slice, cursor.offset, cursor.offset + keyLength);
-      cursor.offset += keyLength;
-      fields[key] = readValue(slice, cursor);
-    } catch {
-      // The rest of this table cannot be located; keep its bytes rather than lose the message or the connection.
-      fields[key === '' ? '__undecodable__' : key] = Buffer.from(slice.subarray(key === '' ? start : cursor.offset));
-      break;
+  const outer = tagged;
+  tagged = false;
+  let key = '';
+  /** Where the unreadable part starts if something fails: the entry, or its value once the key is read. */
+  let restStart = offset;
+  try {
+    while (offset < end) {
+      restStart = offset;
+      key = '';
+      const keyLength = slice[offset] as number;
+      const keyStart = offset + 1;
+      offset = keyStart + keyLength;
+      if (offset > end) throw new Truncated();
+      key = keys.get(slice, keyStart, keyLength);
+      restStart = offset;
+      fields[key] = readValue(slice, end);
     }
+  } catch {
+    // The rest of this table cannot be located; keep its bytes rather than lose the message or the connection.
+    fields[key === '' ? '__undecodable__' : key] = Buffer.from(slice.subarray(restStart, end));
+    offset = end;
   }
-  holdsTaggedByTable.set(fields, cursor.tagged);
+  if (tagged) tablesHoldingTagged.add(fields);
+  tagged ||= outer;
   return fields;
 }
 
-function readArray(slice: Buffer, cursor: Cursor, end: number): FieldValue[] {
+function readArray(slice: Buffer, end: number): FieldValue[] {
   const values: FieldValue[] = [];
-  // The array's own flag: what the table around it read before does not count for it.
-  const outer = cursor.tagged;
-  cursor.tagged = false;
-  while (cursor.offset < end) {
+  const outer = tagged;
+  tagged = false;
+  while (offset < end) {
+    const valueStart = offset;
     try {
-      values.push(readValue(slice, cursor));
+      values.push(readValue(slice, end));
     } catch {
-      values.push(Buffer.from(slice.subarray(cursor.offset, end)));
-      cursor.offset = end;
+      values.push(Buffer.from(slice.subarray(valueStart, end)));
+      offset = end;
     }
   }
-  holdsTaggedByTable.set(values, cursor.tagged);
-  cursor.tagged ||= outer;
+  if (tagged) tablesHoldingTagged.add(values);
+  tagged ||= outer;
   return values;
 }
 
-function readValue(slice: Buffer, cursor: Cursor): FieldValue {
-  if (cursor.offset >= slice.length) throw new RangeError('a field-table value runs past the end of the table');
-  const tag = String.fromCharCode(slice[cursor.offset] as number);
-  cursor.offset += 1;
-  const at = cursor.offset;
+/** The length-prefixed payload at `offset`: returns where it starts and moves `offset` past it. */
+function readSized(slice: Buffer, end: number): number {
+  if (offset + 4 > end) throw new Truncated();
+  const length = slice.readUInt32BE(offset);
+  const start = offset + 4;
+  if (start + length > end) throw new Truncated();
+  offset = start + length;
+  return start;
+}
+
+/** Reads the value whose tag is at `offset` (within a table or array ending at `end`). */
+function readValue(slice: Buffer, end: number): FieldValue {
+  if (offset >= end) throw new Truncated();
+  const tag = slice[offset] as number;
+  const at = offset + 1;
+  offset = at;
   switch (tag) {
-    case 'S': {
-      const length = slice.readUInt32BE(at);
-      cursor.offset = at + 4 + length;
-      if (cursor.offset > slice.length) throw new RangeError('long string runs past the end of the table');
-      return utf8Slice(slice, at + 4, cursor.offset);
+    case 0x53: {
+      // S: long string
+      const start = readSized(slice, end);
+      return utf8Slice(slice, start, offset);
     }
-    case 'x': {
-      const length = slice.readUInt32BE(at);
-      cursor.offset = at + 4 + length;
-      if (cursor.offset > slice.length) throw new RangeError('byte array runs past the end of the table');
-      return slice.subarray(at + 4, cursor.offset);
+    case 0x78: {
+      // x: byte array (a view, as amqplib returns it)
+      const start = readSized(slice, end);
+      return slice.subarray(start, offset);
     }
-    case 'F': {
-      const length = slice.readUInt32BE(at);
-      cursor.offset = at + 4 + length;
-      if (cursor.offset > slice.length) throw new RangeError('nested table runs past the end of the table');
-      const nested: Cursor = { offset: 0, tagged: false };
-      const table = readTable(slice.subarray(at + 4, cursor.offset), nested);
-      if (nested.tagged) cursor.tagged = true;
-      return table;
+    case 0x46: {
+      // F: nested table
+      const start = readSized(slice, end);
+      const tableEnd = offset;
+      offset = start;
+      return readTable(slice, tableEnd);
     }
-    case 'A': {
-      const length = slice.readUInt32BE(at);
-      const end = at + 4 + length;
-      if (end > slice.length) throw new RangeError('array runs past the end of the table');
-      cursor.offset = at + 4;
-      return readArray(slice, cursor, end);
+    case 0x41: {
+      // A: array
+      const start = readSized(slice, end);
+      const arrayEnd = offset;
+      offset = start;
+      return readArray(slice, arrayEnd);
     }
-    case 'b':
-      cursor.offset = at + 1;
-      return slice.readInt8(at);
-    case 'B':
-      cursor.offset = at + 1;
-      return slice.readUInt8(at);
-    case 's':
-    case 'U': // py-amqp's name for a signed 16-bit int
-      cursor.offset = at + 2;
-      return slice.readInt16BE(at);
-    case 'u':
-      cursor.offset = at + 2;
-      return slice.readUInt16BE(at);
-    case 'I':
-      cursor.offset = at + 4;
-      return slice.readInt32BE(at);
-    case 'i':
-      cursor.offset = at + 4;
-      return slice.readUInt32BE(at);
-    case 'l':
-    case 'L': // py-amqp writes ints beyond 32 bits as 'L' (signed 64); RabbitMQ and amqplib use 'l'
-      cursor.offset = at + 8;
-      return Number(slice.readBigInt64BE(at));
-    case 'f':
-      cursor.offset = at + 4;
-      return slice.readFloatBE(at);
-    case 'd':
-      cursor.offset = at + 8;
-      return slice.readDoubleBE(at);
-    case 't':
-      cursor.offset = at + 1;
-      return slice.readUInt8(at) !== 0;
-    case 'V':
+    case 0x74: // t: boolean
+      offset = fixed(at, 1, end);
+      return slice[at] !== 0;
+    case 0x56: // V: void
       return null;
-    case 'T':
-      cursor.offset = at + 8;
-      cursor.tagged = true;
+    case 0x62: // b: signed 8
+      offset = fixed(at, 1, end);
+      return slice.readInt8(at);
+    case 0x42: // B: unsigned 8
+      offset = fixed(at, 1, end);
+      return slice[at] as number;
+    case 0x73: // s: signed 16
+    case 0x55: // U: py-amqp's name for a signed 16-bit int
+      offset = fixed(at, 2, end);
+      return slice.readInt16BE(at);
+    case 0x75: // u: unsigned 16
+      offset = fixed(at, 2, end);
+      return slice.readUInt16BE(at);
+    case 0x49: // I: signed 32
+      offset = fixed(at, 4, end);
+      return slice.readInt32BE(at);
+    case 0x69: // i: unsigned 32
+      offset = fixed(at, 4, end);
+      return slice.readUInt32BE(at);
+    case 0x6c: // l: signed 64 (RabbitMQ and amqplib)
+    case 0x4c: // L: py-amqp writes ints beyond 32 bits as signed 64
+      offset = fixed(at, 8, end);
+      return Number(slice.readBigInt64BE(at));
+    case 0x66: // f: float
+      offset = fixed(at, 4, end);
+      return slice.readFloatBE(at);
+    case 0x64: // d: double
+      offset = fixed(at, 8, end);
+      return slice.readDoubleBE(at);
+    case 0x54: // T: timestamp, whole seconds
+      offset = fixed(at, 8, end);
+      tagged = true;
       return { '!': 'timestamp', value: Number(slice.readBigUInt64BE(at)) };
-    case 'D': {
-      const places = slice.readUInt8(at);
-      const digits = slice.readUInt32BE(at + 1);
-      cursor.offset = at + 5;
-      cursor.tagged = true;
-      return { '!': 'decimal', value: { places, digits } };
+    case 0x44: {
+      // D: decimal
+      offset = fixed(at, 5, end);
+      tagged = true;
+      return { '!': 'decimal', value: { places: slice[at] as number, digits: slice.readUInt32BE(at + 1) } };
     }
     default:
-      cursor.offset = at - 1;
-      throw new UnknownTag(tag);
+      offset = at - 1;
+      throw new UnknownTag(String.fromCharCode(tag));
   }
+}
+
+/** Where a fixed-size value of `size` bytes at `at` ends; throws if that is past the table's end. */
+function fixed(at: number, size: number, end: number): number {
+  const next = at + size;
+  if (next > end) throw new Truncated();
+  return next;
 }

@@ -76,24 +76,37 @@ function isTagged(value: object): value is Tagged {
 export function fromFieldTable(table: Readonly<Record<string, unknown>>): FieldTable {
   // Most tables hold nothing to convert (no timestamps or decimals): hand back amqplib's own fresh object then.
   if (!holdsTagged(table)) return table as FieldTable;
+  return convertTable(table, false);
+}
+
+/**
+ * `fromFieldTable` for a table kq's decoder made (`decodeFieldTable`): the decoder recorded whether it holds a
+ * tagged value, so nothing is walked to find out — the common case (no timestamps or decimals) costs one lookup.
+ */
+export function fromDecodedFieldTable(table: Readonly<Record<string, unknown>>): FieldTable {
+  return decodedHoldsTagged(table) ? convertTable(table, true) : (table as FieldTable);
+}
+
+function convertTable(table: Readonly<Record<string, unknown>>, decoded: boolean): FieldTable {
   const out: FieldTable = {};
-  for (const key of Object.keys(table)) out[key] = fromFieldValue(table[key]);
+  for (const key of Object.keys(table)) out[key] = fromFieldValue(table[key], decoded);
   return out;
 }
 
 function holdsTagged(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return false;
-  const known = decodedHoldsTagged(value);
-  if (known !== undefined) return known;
+  if (decodedHoldsTagged(value)) return true;
   if (Array.isArray(value)) return value.some(holdsTagged);
   if (isTagged(value)) return true;
   for (const key in value) if (holdsTagged((value as Record<string, unknown>)[key])) return true;
   return false;
 }
 
-function fromFieldValue(value: unknown): unknown {
+/** `decoded`: the value came from kq's decoder, which recorded every table and array holding a tagged value. */
+function fromFieldValue(value: unknown, decoded: boolean): unknown {
   if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return value;
-  if (Array.isArray(value)) return value.map(fromFieldValue);
+  if (decoded && !decodedHoldsTagged(value) && !isTagged(value)) return value;
+  if (Array.isArray(value)) return value.map((item) => fromFieldValue(item, decoded));
   if (isTagged(value)) {
     if (value['!'] === 'timestamp' && typeof value.value === 'number') return new Date(value.value * 1000);
     if (value['!'] === 'decimal') {
@@ -103,5 +116,5 @@ function fromFieldValue(value: unknown): unknown {
     }
     return value.value;
   }
-  return fromFieldTable(value as Record<string, unknown>);
+  return decoded ? convertTable(value as Record<string, unknown>, true) : fromFieldTable(value as Record<string, unknown>);
 }

@@ -1,7 +1,10 @@
 import type { DeliveryInfo, DeliveryInit, DeliveryMode, MessageProperties, OutgoingMessage } from '@kq/core';
-import type { AmqplibMessage, AmqplibOptions } from './amqplib-loader';
+import { decodesWithThisCopy, type AmqplibMessage, type AmqplibOptions } from './amqplib-loader';
 import type { DelayLadder } from './delay-ladder';
-import { fromFieldTable, toFieldTable } from './field-table';
+import { fromDecodedFieldTable, fromFieldTable, toFieldTable } from './field-table';
+
+/** When amqplib decodes headers with this copy's decoder, it has recorded which tables need converting. */
+const fromHeaderTable = decodesWithThisCopy ? fromDecodedFieldTable : fromFieldTable;
 
 /** amqplib publish options for a kq message: properties in AMQP's names, headers tagged as py-amqp writes them. */
 export function toPublishOptions(
@@ -45,7 +48,7 @@ export function toDeliveryInit(
   ladder: DelayLadder,
 ): DeliveryInit {
   const { fields, properties } = message;
-  const decoded = properties.headers ? fromFieldTable(properties.headers) : {};
+  const decoded = properties.headers ? fromHeaderTable(properties.headers) : {};
   const { headers, exchange } = ladder.strip(decoded);
   const deliveryInfo: DeliveryInfo = {
     exchange: exchange ?? fields.exchange,

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tolerantFieldTables } from '../src/amqplib-loader';
+import { decodesWithThisCopy, tolerantFieldTables } from '../src/amqplib-loader';
 import { decodeFieldTable } from '../src/field-table-decoder';
 import { fromFieldTable, toFieldTable } from '../src/field-table';
 
@@ -31,6 +31,7 @@ function int64(value: bigint): Buffer {
 describe('field tables as py-amqp writes and reads them', () => {
   it('is installed as amqplib’s decoder (amqplib was loaded through kq)', () => {
     expect(tolerantFieldTables).toBe(true);
+    expect(decodesWithThisCopy).toBe(true); // so deliveries take the decoder's record of tables to convert
   });
 
   it('tags integers I (signed 32) or l, floats d, and never b or s, which py-amqp misreads', () => {
