@@ -141,15 +141,20 @@ export abstract class BaseDelivery implements Delivery {
 
   protected abstract settle(action: SettleAction): Promise<void>;
 
-  async #settle(action: SettleAction, next: DeliveryState): Promise<void> {
+  // Not async: every message is settled once, and the transport's promise is handed back as it is.
+  #settle(action: SettleAction, next: DeliveryState): Promise<void> {
     if (this.#state !== 'received') {
       const why = this.noAck ? 'it was consumed with noAck, so the broker already forgot it' : `it is already ${this.#state}`;
-      throw new MessageStateError(
-        `Cannot ${action} message ${this.deliveryInfo.deliveryTag}: ${why}. Settle each delivery exactly once.`,
+      return Promise.reject(
+        new MessageStateError(`Cannot ${action} message ${this.deliveryInfo.deliveryTag}: ${why}. Settle each delivery exactly once.`),
       );
     }
     // The state moves before the round trip so a concurrent second call fails fast instead of double-settling.
     this.#state = next;
-    await this.settle(action);
+    try {
+      return this.settle(action);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }

@@ -108,6 +108,14 @@ export class App {
     return pending;
   }
 
+  /**
+   * The result backend when it is already known — created, or none configured (null) — else undefined. For paths
+   * run once per task that must not wait a turn to learn there is no backend.
+   */
+  get knownBackend(): ResultBackend | null | undefined {
+    return this.#backendReady;
+  }
+
   /** A handle on the result of task `id`. */
   async asyncResult<R = unknown>(id: string): Promise<AsyncResult<R>> {
     return new AsyncResult<R>(id, await this.backend());

@@ -200,7 +200,7 @@ export class Request {
         }, soft * 1000),
       );
     }
-    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.log.child(this.name));
+    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.taskLogger(this.name));
     // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
     const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
     // One promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
@@ -303,7 +303,8 @@ export class Request {
   async #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> {
     const failure = status === 'FAILURE' || status === 'REJECTED';
     if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return;
-    const backend = await this.worker.app.backend();
+    const known = this.worker.app.knownBackend;
+    const backend = known !== undefined ? known : await this.worker.app.backend();
     if (!backend) return;
     const ready = status === 'SUCCESS' || status === 'FAILURE' || status === 'REVOKED' || status === 'REJECTED';
     const meta: ResultMeta = {

@@ -87,6 +87,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   readonly #options: WorkerOptions;
   readonly #eta = new EtaTimer<Request>();
   readonly #buckets = new Map<string, TokenBucket | null>();
+  readonly #taskLoggers = new Map<string, Logger>();
   readonly #timeLimits = new Map<string, { soft: number | null; hard: number | null }>();
   readonly #steps: readonly WorkerStep[];
   readonly #started: WorkerStep[] = [];
@@ -267,6 +268,17 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   /** ETA tasks held by this worker (`inspect scheduled`). */
   scheduled(): Array<{ eta: Date; request: Request }> {
     return this.#eta.entries().map(({ eta, item }) => ({ eta, request: item }));
+  }
+
+  /** The logger a task's context gets: one per task name (not one per run), at the worker's current level. */
+  taskLogger(name: string): Logger {
+    let logger = this.#taskLoggers.get(name);
+    if (!logger) {
+      logger = this.log.child(name);
+      this.#taskLoggers.set(name, logger);
+    }
+    logger.level = this.log.level;
+    return logger;
   }
 
   emitTask(kind: TaskEventKind, request: Request, fields: Readonly<Record<string, unknown>> = NO_FIELDS): void {
