@@ -1,12 +1,43 @@
 /** Most acks sent in one script call. */
 const MAX_BATCH = 512;
 
-export interface PendingAck {
+/** What an ack needs to find its claim in Redis. */
+export interface AckTarget {
   readonly tag: string;
   readonly token: string;
-  /** Resolves true when applied, false when the claim was stale. */
-  readonly settle: (applied: boolean) => void;
-  readonly fail: (error: unknown) => void;
+}
+
+/** An ack waiting to be sent: one object per ack, no closures (a flood of short tasks makes many). */
+export class PendingAck<T extends AckTarget = AckTarget> {
+  readonly target: T;
+  readonly #resolve: () => void;
+  readonly #reject: (error: unknown) => void;
+  readonly #staleError: (target: T) => Error;
+
+  constructor(target: T, resolve: () => void, reject: (error: unknown) => void, staleError: (target: T) => Error) {
+    this.target = target;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#staleError = staleError;
+  }
+
+  get tag(): string {
+    return this.target.tag;
+  }
+
+  get token(): string {
+    return this.target.token;
+  }
+
+  /** Resolves the ack when applied; rejects it with the stale error when the claim was no longer ours. */
+  settle(applied: boolean): void {
+    if (applied) this.#resolve();
+    else this.#reject(this.#staleError(this.target));
+  }
+
+  fail(error: unknown): void {
+    this.#reject(error);
+  }
 }
 
 /**
@@ -14,22 +45,26 @@ export interface PendingAck {
  * consumer loop yields one turn between batches, so its next claim usually comes first and carries the waiting acks
  * in the same script call (see CLAIM); a consumer that claims nothing gets them flushed on their own.
  */
-export class AckBatcher {
-  readonly #send: (acks: readonly PendingAck[]) => Promise<void>;
-  #pending: PendingAck[] = [];
+export class AckBatcher<T extends AckTarget = AckTarget> {
+  readonly #send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>;
+  readonly #staleError: (target: T) => Error;
+  #pending: Array<PendingAck<T>> = [];
   #scheduled = false;
 
-  constructor(send: (acks: readonly PendingAck[]) => Promise<void>) {
+  /** `staleError` makes the error an ack is rejected with when Redis says the claim is no longer ours. */
+  constructor(send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>, staleError: (target: T) => Error) {
     this.#send = send;
+    this.#staleError = staleError;
   }
 
   get size(): number {
     return this.#pending.length;
   }
 
-  add(tag: string, token: string): Promise<boolean> {
+  /** Resolves once the ack is applied; rejects with the stale error, or with why it could not be sent. */
+  add(target: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ tag, token, settle: resolve, fail: reject });
+      this.#pending.push(new PendingAck(target, resolve, reject, this.#staleError));
       if (this.#pending.length >= MAX_BATCH) void this.flush();
       else if (!this.#scheduled) {
         this.#scheduled = true;
@@ -39,7 +74,12 @@ export class AckBatcher {
   }
 
   /** Takes up to `max` waiting acks, for a caller that sends them itself (and settles them). */
-  take(max = MAX_BATCH): PendingAck[] {
+  take(max = MAX_BATCH): Array<PendingAck<T>> {
+    if (this.#pending.length <= max) {
+      const all = this.#pending;
+      this.#pending = [];
+      return all;
+    }
     return this.#pending.splice(0, max);
   }
 

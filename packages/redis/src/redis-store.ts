@@ -39,6 +39,29 @@ export interface RedisClaim extends Claim {
   readonly token: string;
   /** The delivery tag the claim was recorded under in `unacked` (the envelope's `properties.delivery_tag`). */
   readonly tag: string;
+  /**
+   * Set while the record of a claim handed out early (see `#takePoppedEarly`) is on its way: resolves true once it
+   * is in Redis, false when it could not be made (the message went back to its list). Settles wait for it.
+   */
+  recording?: Promise<boolean> | undefined;
+}
+
+/** A message BRPOP popped, which only this process holds until a claim script records it. */
+interface PoppedMessage {
+  queue: string;
+  step: number;
+  /** The list it was popped from. */
+  key: string;
+  raw: string;
+  /** The token to record it under when it was already handed out; otherwise the script makes one. */
+  token?: string;
+}
+
+/** What a claim script call took: the claims it sends back, and the tag a handed-out popped message got. */
+interface ClaimReply {
+  claims: RedisClaim[];
+  /** The delivery tag the popped message was recorded under; undefined when it was not (quarantined). */
+  poppedTag: string | undefined;
 }
 
 export interface RedisStoreSettings {
@@ -101,7 +124,7 @@ export class RedisStore implements VirtualStore {
   readonly layout: KeyLayout;
   readonly #settings: RedisStoreSettings;
   readonly #leases: LeaseKeeper;
-  readonly #acks: AckBatcher;
+  readonly #acks: AckBatcher<RedisClaim>;
   readonly #pushes: PushBatcher;
   /** Exchange types this process knows (declared, looked up or inferred), for binding patterns. */
   readonly #exchangeTypes = new Map<string, ExchangeType>();
@@ -124,7 +147,7 @@ export class RedisStore implements VirtualStore {
   constructor(settings: RedisStoreSettings) {
     this.#settings = settings;
     this.layout = settings.layout;
-    this.#acks = new AckBatcher((acks) => this.#sendAcks(acks));
+    this.#acks = new AckBatcher<RedisClaim>((acks) => this.#sendAcks(acks), (claim) => this.#stale('ack', claim));
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values));
     this.#leases = new LeaseKeeper({
       intervalMs: settings.leaseRenewIntervalMs,
@@ -397,7 +420,7 @@ export class RedisStore implements VirtualStore {
     const setKey = queues.length === 1 ? (queues[0] as string) : [...queues].sort().join('\n');
     const blocking = options.blockMs > 0;
     if (!blocking || !this.#idleSets.get(setKey)) {
-      const claims = await this.#claimScript(queues, max, options.noAck, undefined);
+      const { claims } = await this.#claimScript(queues, max, options.noAck, undefined);
       if (claims.length > 0 || !blocking) {
         this.#noteIdle(setKey, claims.length < max);
         return claims;
@@ -413,16 +436,28 @@ export class RedisStore implements VirtualStore {
     }
     const [key, raw] = popped;
     const from = origin.get(key) ?? this.layout.parseListKey(key);
-    const claims = await this.#recordPopped(queues, max, options.noAck, { ...from, key, raw });
+    const message: PoppedMessage = { queue: from.queue, step: from.step, key, raw };
+    if (options.onEarlyClaims && !options.noAck) {
+      const rest = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
+      this.#noteIdle(setKey, rest.length + 1 < max);
+      return rest;
+    }
+    const { claims } = await this.#recordPopped(queues, max, options.noAck, message);
     this.#noteIdle(setKey, claims.length < max);
     return claims;
   }
 
-  async ack(claim: Claim): Promise<void> {
-    const { token, tag } = claim as RedisClaim;
-    if (token === '') return;
-    this.#leases.release(token);
-    if (!(await this.#acks.add(tag, token))) throw this.#stale('ack', claim as RedisClaim);
+  /** Not async: one promise per ack (the batcher's), as a flood of short tasks acks at the rate it claims. */
+  ack(claim: Claim): Promise<void> {
+    const redisClaim = claim as RedisClaim;
+    if (redisClaim.token === '') return Promise.resolve();
+    if (redisClaim.recording) {
+      return redisClaim.recording.then((recorded) => {
+        if (!recorded) throw this.#stale('ack', redisClaim);
+        return this.#ackRecorded(redisClaim);
+      });
+    }
+    return this.#ackRecorded(redisClaim);
   }
 
   async restore(claim: Claim, position: 'head' | 'tail'): Promise<void> {
@@ -435,12 +470,18 @@ export class RedisStore implements VirtualStore {
       await (position === 'head' ? this.commands.rpush(target, envelope) : this.commands.lpush(target, envelope));
       return;
     }
+    if (redisClaim.recording && !(await redisClaim.recording)) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
     this.#leases.release(token);
     const done = await RESTORE.run(this.commands, [...this.#claimKeys(), target, this.#requestKey()], [tag, token, position, envelope]);
     if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
   }
 
   // ——— internals ———
+
+  #ackRecorded(claim: RedisClaim): Promise<void> {
+    this.#leases.release(claim.token);
+    return this.#acks.add(claim);
+  }
 
   /** A fresh request key: the script remembers its reply there in case ioredis re-sends it after a reconnect. */
   #requestKey(): string {
@@ -452,12 +493,7 @@ export class RedisStore implements VirtualStore {
     return [layout.key('unacked'), layout.key('unackedIndex'), layout.key('leases'), layout.key('holders')];
   }
 
-  async #claimScript(
-    queues: readonly string[],
-    max: number,
-    noAck: boolean,
-    popped: { queue: string; step: number; raw: string } | undefined,
-  ): Promise<RedisClaim[]> {
+  async #claimScript(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage | undefined): Promise<ClaimReply> {
     const { layout } = this;
     const tokenBase = `${this.#settings.storeId}:${++this.#claimSeq}`;
     const args: Array<string | number> = [
@@ -472,7 +508,7 @@ export class RedisStore implements VirtualStore {
       queues.length,
       ...queues,
     ];
-    if (popped) args.push(1, popped.queue, popped.step, popped.raw);
+    if (popped) args.push(1, popped.queue, popped.step, popped.raw, popped.token ?? '');
     else args.push(0);
     const acks = this.#acks.take();
     args.push(acks.length);
@@ -493,12 +529,18 @@ export class RedisStore implements VirtualStore {
       );
     }
     const claims: RedisClaim[] = [];
+    let poppedTag: string | undefined;
     for (let at = 0; at < taken.length; at += 5) {
       const queue = taken[at] as string;
       const step = Number(taken[at + 1]);
       const raw = taken[at + 2] as string;
       const token = taken[at + 3] as string;
       const tag = taken[at + 4] as string;
+      if (at === 0 && popped?.token !== undefined && token === popped.token) {
+        // Recorded under the token it was handed out with; the caller has the claim already.
+        poppedTag = tag;
+        continue;
+      }
       let message: StoredMessage;
       try {
         message = decodeEnvelope(raw, { queue });
@@ -509,7 +551,49 @@ export class RedisStore implements VirtualStore {
       if (token !== '') this.#leases.hold(token, tag);
       claims.push({ queue, message, step, raw, token, tag });
     }
-    return claims;
+    return { claims, poppedTag };
+  }
+
+  /**
+   * A message BRPOP woke up with, handed out before its claim is recorded, so its handler starts a round trip
+   * sooner: the record (which also claims the rest of the batch) is sent first, then the message is decoded and
+   * handed out while the record is on its way. Crash safety is Kombu's: it too records a popped message only after
+   * the pop, and what has not reached Redis is lost with the process in both. Settles wait for the record, so an
+   * ack can never reach Redis before the claim it settles.
+   */
+  async #takePoppedEarly(
+    queues: readonly string[],
+    max: number,
+    popped: PoppedMessage,
+    onEarlyClaims: (claims: Claim[]) => void,
+  ): Promise<RedisClaim[]> {
+    // `.0` never collides with the tokens the script makes from a claim's token base (`.1`, `.2`, ...).
+    const token = `${this.#settings.storeId}:${++this.#claimSeq}.0`;
+    const recording = this.#recordPopped(queues, max, false, { ...popped, token });
+    let message: StoredMessage;
+    try {
+      message = decodeEnvelope(popped.raw, { queue: popped.queue });
+    } catch (error) {
+      // Unreadable: once recorded it is quarantined like any unreadable claim (the script quarantines what it cannot
+      // read itself).
+      const { claims, poppedTag } = await recording;
+      if (poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, token, poppedTag, error);
+      return claims;
+    }
+    const tag = message.deliveryTag;
+    const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, token, tag };
+    claim.recording = recording.then(
+      ({ poppedTag }) => {
+        claim.recording = undefined;
+        // A tag the script read differently would make every settle stale; the lease then brings the message back.
+        if (poppedTag !== tag) return false;
+        this.#leases.hold(token, tag);
+        return true;
+      },
+      () => false,
+    );
+    onEarlyClaims([claim]);
+    return (await recording).claims;
   }
 
   /**
@@ -517,12 +601,7 @@ export class RedisStore implements VirtualStore {
    * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
    * and if Redis stays unreachable the message is pushed back to the head of its list.
    */
-  async #recordPopped(
-    queues: readonly string[],
-    max: number,
-    noAck: boolean,
-    popped: { queue: string; step: number; key: string; raw: string },
-  ): Promise<RedisClaim[]> {
+  async #recordPopped(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage): Promise<ClaimReply> {
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       try {
@@ -557,7 +636,7 @@ export class RedisStore implements VirtualStore {
     );
   }
 
-  async #sendAcks(acks: readonly PendingAck[]): Promise<void> {
+  async #sendAcks(acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
     const args: string[] = [];
     for (const ack of acks) args.push(ack.tag, ack.token);
     const results = (await ACK.run(this.commands, [...this.#claimKeys(), this.#requestKey()], args)) as number[];

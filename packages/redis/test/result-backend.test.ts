@@ -203,6 +203,28 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await waitFor(async () => (await numsub(redis, key)) === 0, 5000, 'the channel to be unsubscribed after the result');
   });
 
+  it('unsubscribes released channels together, and keeps one subscribed again before that', async () => {
+    const backend = open();
+    const storing = open();
+    const [first, second] = [taskId(), taskId()];
+    const unsubscribes: string[][] = [];
+    const original = Redis.prototype.sendCommand;
+    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const [command] = args;
+      if (command.name === 'unsubscribe') unsubscribes.push(command.args.map(String));
+      return original.apply(this, args);
+    });
+    const waits = [backend.waitFor(first, { timeoutMs: 10_000 }), backend.waitFor(second, { timeoutMs: 10_000 })];
+    await waitFor(async () => (await numsub(redis, backend.keyFor(second))) === 1, 5000, 'both waiters to subscribe');
+    await Promise.all([storing.store(meta(first)), storing.store(meta(second))]);
+    await Promise.all(waits);
+    // Released, not yet unsubscribed: the first task is waited for again (an early subscription) meanwhile.
+    await backend.onTaskCall(first);
+    await waitFor(async () => (await numsub(redis, backend.keyFor(second))) === 0, 5000, 'the released channel to be unsubscribed');
+    expect(unsubscribes).toEqual([[backend.keyFor(second)]]);
+    expect(await numsub(redis, backend.keyFor(first))).toBe(1);
+  });
+
   it('resolves at once from the stored value when the result was ready before waiting', async () => {
     const backend = open();
     const id = taskId();

@@ -321,26 +321,36 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     );
   }
 
-  async #settle(claim: Claim, action: SettleAction, consumer: VirtualConsumer | undefined): Promise<void> {
-    if (!this.#unsettled.has(claim)) {
-      throw new ChannelClosed(
-        `Cannot ${action} message ${claim.message.deliveryTag}: its channel closed and the message went back to ` +
-          `queue ${JSON.stringify(claim.queue)}. It will be delivered again.`,
+  /** Not async on the ack path: the store's promise is the delivery's, instead of one more wrapped around it. */
+  #settle(claim: Claim, action: SettleAction, consumer: VirtualConsumer | undefined): Promise<void> {
+    if (!this.#unsettled.delete(claim)) {
+      return Promise.reject(
+        new ChannelClosed(
+          `Cannot ${action} message ${claim.message.deliveryTag}: its channel closed and the message went back to ` +
+            `queue ${JSON.stringify(claim.queue)}. It will be delivered again.`,
+        ),
       );
     }
-    this.#unsettled.delete(claim);
     consumer?.settled();
     const store = this.transport.store;
-    if (action === 'requeue') return store.restore(claim, 'tail');
-    if (action === 'reject') {
-      try {
-        await this.#deadLetter(claim);
-      } catch (error) {
-        // Dead-lettering failed (its exchange is not declared, the store is down): keep the message rather than
-        // drop it — it goes back to its queue, and the caller learns why.
-        await store.restore(claim, 'tail');
-        throw error;
-      }
+    try {
+      if (action === 'ack') return store.ack(claim);
+      if (action === 'requeue') return store.restore(claim, 'tail');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#reject(claim);
+  }
+
+  async #reject(claim: Claim): Promise<void> {
+    const store = this.transport.store;
+    try {
+      await this.#deadLetter(claim);
+    } catch (error) {
+      // Dead-lettering failed (its exchange is not declared, the store is down): keep the message rather than
+      // drop it — it goes back to its queue, and the caller learns why.
+      await store.restore(claim, 'tail');
+      throw error;
     }
     return store.ack(claim);
   }

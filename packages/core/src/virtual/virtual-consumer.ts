@@ -5,6 +5,12 @@ import type { ConsumeOptions, ConsumerHandle } from '../transport';
 import type { Claim, StoredMessage } from './virtual-store';
 import type { VirtualChannel } from './virtual-channel';
 
+/** What one claim call brought (early claims were already delivered): the rest, and how many it was asked for. */
+interface ClaimBatch {
+  claims: Claim[];
+  asked: number;
+}
+
 /**
  * One consumer of a `VirtualChannel`: a loop that claims from its queues while it has prefetch room, serving the
  * queues fairly by rotating the last-served one to the back (Kombu's `round_robin_cycle`), and a subscription to
@@ -92,41 +98,71 @@ export class VirtualConsumer implements ConsumerHandle {
     return Math.min(batch, this.#prefetch - this.#inflight - this.#reserved);
   }
 
-  /** Claims up to `max`, holding that much room while the call is out; claimed messages count as in flight. */
-  async #claim(max: number, blockMs: number): Promise<Claim[]> {
-    const held = this.noAck ? 0 : max;
+  /**
+   * Claims up to `max`, holding that much room while the call is out; claimed messages count as in flight. Claims
+   * the store hands over early (see `ClaimOptions.onEarlyClaims`) are delivered at once; `asked` is what the
+   * resolved rest was asked for.
+   */
+  async #claim(max: number, blockMs: number): Promise<ClaimBatch> {
+    let held = this.noAck ? 0 : max;
+    let asked = max;
     this.#reserved += held;
+    const onEarlyClaims = (claims: Claim[]): void => {
+      asked -= claims.length;
+      if (!this.noAck) {
+        const taken = Math.min(held, claims.length);
+        this.#reserved -= taken;
+        held -= taken;
+        this.#inflight += claims.length;
+      }
+      this.#handOut(claims);
+    };
     try {
-      const claims = await this.#channel.claimFor(this.#cycle.items, { max, blockMs, signal: this.#abort.signal, noAck: this.noAck });
+      const claims = await this.#channel.claimFor(this.#cycle.items, {
+        max,
+        blockMs,
+        signal: this.#abort.signal,
+        noAck: this.noAck,
+        onEarlyClaims,
+      });
       if (!this.noAck) this.#inflight += claims.length;
-      return claims;
+      return { claims, asked };
     } finally {
       this.#reserved -= held;
     }
+  }
+
+  /** Delivers a batch (or, when cancelled meanwhile, gives it back undelivered). */
+  #handOut(claims: readonly Claim[]): void {
+    if (this.#cancelled) {
+      void this.#channel.returnUndelivered(claims);
+      return;
+    }
+    // Served queues go to the back first, so a claim made ahead already starts from the right queue.
+    for (const claim of claims) this.#cycle.rotate(claim.queue);
+    for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
   }
 
   async #run(): Promise<void> {
     let failures = 0;
     // A claim made before the current batch was handed out (pipelined stores, when the last batch came back full):
     // the store works on the next batch while this process works on the current one.
-    let ahead: { claims: Promise<Claim[]>; asked: number } | undefined;
+    let ahead: Promise<ClaimBatch> | undefined;
     const pipelined = this.#channel.transport.store.features.pipelinedClaims === true;
     while (!this.#cancelled) {
-      let claims: Claim[];
-      let asked: number;
+      let batch: ClaimBatch;
       try {
         if (ahead) {
           const pending = ahead;
           ahead = undefined;
-          asked = pending.asked;
-          claims = await pending.claims;
+          batch = await pending;
         } else {
-          asked = this.#room();
-          if (asked <= 0) {
+          const room = this.#room();
+          if (room <= 0) {
             await new Promise<void>((resolve) => (this.#wake = resolve));
             continue;
           }
-          claims = await this.#claim(asked, this.#channel.transport.pollIntervalMs);
+          batch = await this.#claim(room, this.#channel.transport.pollIntervalMs);
         }
         failures = 0;
       } catch (error) {
@@ -138,24 +174,26 @@ export class VirtualConsumer implements ConsumerHandle {
         await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** failures, 2000)));
         continue;
       }
+      const { claims } = batch;
       if (this.#cancelled) {
         // Lost the race with cancel(): these were never handed out, so put them straight back.
         await this.#channel.returnUndelivered(claims);
         break;
       }
-      // Served queues go to the back first, so a claim made ahead already starts from the right queue.
-      for (const claim of claims) this.#cycle.rotate(claim.queue);
-      if (pipelined && claims.length === asked) {
+      if (pipelined && claims.length > 0 && claims.length === batch.asked) {
+        for (const claim of claims) this.#cycle.rotate(claim.queue);
         const room = this.#room();
-        if (room > 0) ahead = { claims: this.#claim(room, 0), asked: room };
+        if (room > 0) ahead = this.#claim(room, 0);
+        for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
+      } else {
+        this.#handOut(claims);
       }
-      for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
       // Yield to the event loop between batches so handlers and timers run under a flood of messages.
       if (claims.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (ahead) {
-      const late = await ahead.claims.catch(() => [] as Claim[]);
-      await this.#channel.returnUndelivered(late);
+      const late = await ahead.catch(() => ({ claims: [] as Claim[], asked: 0 }));
+      await this.#channel.returnUndelivered(late.claims);
     }
   }
 

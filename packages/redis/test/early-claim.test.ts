@@ -1,0 +1,154 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Queue, type Delivery, type OutgoingMessage } from '@kq/core';
+import { brokerReachable } from '@kq/test-harness';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisTransport } from '../src/index';
+import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
+
+// A consumer blocked in BRPOP hands the message it wakes with to its handler before the claim script has recorded
+// it (RedisStore#takePoppedEarly). These check that settles still follow the record and nothing is lost.
+
+const up = await brokerReachable('redis');
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const HOLDER = fileURLToPath(new URL('./fixtures/hold-delivery.ts', import.meta.url));
+
+function message(text: string): OutgoingMessage {
+  return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
+}
+
+/** True once a connection whose name starts with `namePrefix` is blocked in BRPOP on the server. */
+async function blockedInBrpop(redis: Redis, namePrefix: string): Promise<boolean> {
+  const list = (await redis.client('LIST')) as string;
+  return list.split('\n').some((line) => /\bcmd=brpop\b/.test(line) && (/\bname=(\S*)/.exec(line)?.[1] ?? '').startsWith(namePrefix));
+}
+
+describe.skipIf(!up)('messages that wake a blocked consumer', () => {
+  const prefix = uniquePrefix('early');
+  let redis: Redis;
+  const transports: RedisTransport[] = [];
+  const children: ChildProcess[] = [];
+
+  function transport(name: string, options: Parameters<typeof makeTransport>[1] = {}): RedisTransport {
+    const made = makeTransport(prefix, { pollIntervalMs: 5000, connectionName: name, ...options });
+    transports.push(made);
+    return made;
+  }
+
+  beforeAll(() => {
+    redis = rawClient();
+  });
+  afterEach(async () => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await Promise.all(transports.splice(0).map((made) => made.close()));
+  });
+  afterAll(async () => {
+    await cleanup(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('are recorded in unacked before their ack is applied, and in order with the rest of their batch', async () => {
+    const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
+    const consumerSide = transport(name);
+    const publisher = transport(`${name}-pub`);
+    const channel = await consumerSide.createChannel();
+    await channel.declareQueue(new Queue('wake'));
+    const received: Delivery[] = [];
+    const consumer = await channel.consume({ queues: ['wake'], prefetch: 10, onMessage: (delivery) => received.push(delivery) });
+    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
+    const pubChannel = await publisher.createChannel();
+    await Promise.all(['a', 'b', 'c'].map((text) => pubChannel.publish('', 'wake', message(text))));
+    await waitFor(() => received.length === 3, 5000, 'three deliveries');
+    expect(received.map((delivery) => delivery.body.toString())).toEqual(['a', 'b', 'c']);
+    for (const delivery of received) {
+      // Whatever the timing of the record, an ack issued at once is applied (not stale) and leaves nothing behind.
+      await delivery.ack();
+    }
+    expect(await redis.hlen(`${prefix}unacked`)).toBe(0);
+    expect(await redis.zcard(`${prefix}unacked_index`)).toBe(0);
+    expect(await redis.hlen(`${prefix}_kq.holders`)).toBe(0);
+    expect(await redis.zcard(`${prefix}_kq.leases`)).toBe(0);
+    expect(consumerSide.stats().held).toBe(0);
+    await consumer.cancel();
+  });
+
+  it('go back to their queue, redelivered, when the channel closes before they are settled', async () => {
+    const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
+    const consumerSide = transport(name);
+    const channel = await consumerSide.createChannel();
+    await channel.declareQueue(new Queue('wake-close'));
+    const received: Delivery[] = [];
+    await channel.consume({ queues: ['wake-close'], prefetch: 1, onMessage: (delivery) => received.push(delivery) });
+    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
+    await redis.lpush(`${prefix}wake-close`, envelope('kept', randomUUID()));
+    await waitFor(() => received.length === 1, 5000, 'the delivery');
+    await channel.close();
+    expect(await redis.llen(`${prefix}wake-close`)).toBe(1);
+    expect(await redis.hlen(`${prefix}unacked`)).toBe(0);
+    const restored = JSON.parse((await redis.lindex(`${prefix}wake-close`, 0)) as string) as { headers: Record<string, unknown> };
+    expect(restored.headers['redelivered']).toBe(true);
+  });
+
+  it('are quarantined when kq cannot read them, whether or not the claim script could', async () => {
+    const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
+    const consumerSide = transport(name);
+    const channel = await consumerSide.createChannel();
+    await channel.declareQueue(new Queue('wake-bad'));
+    const received: Delivery[] = [];
+    await channel.consume({ queues: ['wake-bad'], prefetch: 5, onMessage: (delivery) => received.push(delivery) });
+    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
+    // The script finds a tag in this one (so it records it) but its body is no string: kq cannot make a message of it.
+    const tag = randomUUID();
+    await redis.lpush(`${prefix}wake-bad`, envelope('x', tag).replace(/"body": "[^"]*"/, '"body": 5'));
+    await waitFor(async () => (await redis.llen(`${prefix}_kq.quarantine`)) === 1, 5000, 'the first quarantine');
+    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP again');
+    // This one the script cannot read either.
+    await redis.lpush(`${prefix}wake-bad`, 'not json');
+    await waitFor(async () => (await redis.llen(`${prefix}_kq.quarantine`)) === 2, 5000, 'the second quarantine');
+    expect(received).toEqual([]);
+    expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(0);
+    expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
+    expect(warnings.filter((warning) => warning.includes('wake-bad'))).toHaveLength(2);
+  });
+
+  it('held by a consumer killed with SIGKILL come back once the lease runs out', async () => {
+    const survivor = transport(`kqtest-early-survivor-${randomUUID().slice(0, 8)}`, { leaseMs: 1500, sweepIntervalMs: 200, pollIntervalMs: 200 });
+    const channel = await survivor.createChannel();
+    await channel.declareQueue(new Queue('wake-crash'));
+    const childName = `kqtest-early-child-${randomUUID().slice(0, 8)}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, redisUrl(), prefix, 'wake-crash', '1500', childName], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    const lines: string[] = [];
+    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+    await waitFor(() => lines.includes('ready'), 20_000, 'the child to consume');
+    // The child's queue is empty, so it waits in BRPOP.
+    await waitFor(() => blockedInBrpop(redis, childName), 5000, 'the child to block in BRPOP');
+    await channel.publish('', 'wake-crash', message('survives a crash'));
+    await waitFor(() => lines.some((line) => line.startsWith('{')), 10_000, 'the child to take the delivery');
+    const held = JSON.parse(lines.find((line) => line.startsWith('{')) as string) as { tag: string; body: string };
+    // Handed over early; once recorded it is crash safe.
+    await waitFor(async () => (await redis.hexists(`${prefix}unacked`, held.tag)) === 1, 5000, 'the record');
+    child.kill('SIGKILL');
+    const redelivered: Delivery[] = [];
+    const consumer = await channel.consume({ queues: ['wake-crash'], prefetch: 1, onMessage: (d) => redelivered.push(d) });
+    await waitFor(() => redelivered.length === 1, 10_000, 'the redelivery');
+    expect(redelivered[0]?.body.toString()).toBe('survives a crash');
+    expect(redelivered[0]?.deliveryInfo).toMatchObject({ deliveryTag: held.tag, redelivered: true });
+    await redelivered[0]?.ack();
+    await consumer.cancel();
+  });
+});
+
+/** A Kombu envelope as Python writes it. */
+function envelope(text: string, tag: string): string {
+  return (
+    `{"body": "${Buffer.from(text).toString('base64')}", "content-encoding": "utf-8", "content-type": "text/plain", "headers": {}, ` +
+    `"properties": {"delivery_info": {"exchange": "", "routing_key": "q"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "${tag}"}}`
+  );
+}
