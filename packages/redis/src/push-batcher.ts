@@ -11,6 +11,7 @@ interface PendingPush {
  * the values in the order given, so the list order (and FIFO consumption) is what one LPUSH each would have made,
  * while a burst of publishes costs one command and one socket write per list instead of one per message.
  * A push waits only until the microtasks queued when it was made have run (`process.nextTick`), not for I/O.
+ * `pushAll` (a published batch) joins the same burst, so it keeps its place among single pushes.
  */
 export class PushBatcher {
   readonly #send: (key: string, values: readonly string[]) => Promise<unknown>;
@@ -23,20 +24,48 @@ export class PushBatcher {
 
   push(key: string, value: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      let pending = this.#pending.get(key);
-      if (!pending) {
-        pending = { values: [], waiters: [] };
-        this.#pending.set(key, pending);
-      }
+      const pending = this.#pendingFor(key);
       pending.values.push(value);
       pending.waiters.push({ resolve, reject });
-      if (pending.values.length >= MAX_VALUES) void this.#sendOne(key, pending);
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
-        // After the microtasks queued now have run: every push a burst of sends makes without I/O in between.
-        process.nextTick(() => void this.flush());
-      }
+      this.#sendWhenDue(key, pending);
     });
+  }
+
+  /** Pushes `values` in order, as a `push` of each would, with one promise for them all. */
+  pushAll(key: string, values: readonly string[]): Promise<void> {
+    const parts: Array<Promise<void>> = [];
+    let at = 0;
+    while (at < values.length) {
+      // One waiter per LPUSH the values end up in (a batch larger than MAX_VALUES spans several).
+      parts.push(
+        new Promise((resolve, reject) => {
+          const pending = this.#pendingFor(key);
+          const end = Math.min(values.length, at + MAX_VALUES - pending.values.length);
+          for (; at < end; at++) pending.values.push(values[at] as string);
+          pending.waiters.push({ resolve, reject });
+          this.#sendWhenDue(key, pending);
+        }),
+      );
+    }
+    return parts.length === 1 ? (parts[0] as Promise<void>) : Promise.all(parts).then(() => undefined);
+  }
+
+  #pendingFor(key: string): PendingPush {
+    let pending = this.#pending.get(key);
+    if (!pending) {
+      pending = { values: [], waiters: [] };
+      this.#pending.set(key, pending);
+    }
+    return pending;
+  }
+
+  #sendWhenDue(key: string, pending: PendingPush): void {
+    if (pending.values.length >= MAX_VALUES) void this.#sendOne(key, pending);
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      // After the microtasks queued now have run: every push a burst of sends makes without I/O in between.
+      process.nextTick(() => void this.flush());
+    }
   }
 
   /** Sends everything waiting now; resolves once sent (failures reach the pushes' own promises). */

@@ -408,6 +408,17 @@ export class RedisStore implements VirtualStore {
     return this.#pushes.push(this.layout.listKey(queue, priority), envelope);
   }
 
+  pushMany(queue: string, messages: readonly StoredMessage[], priority: number): Promise<void> {
+    let envelopes: string[];
+    try {
+      envelopes = messages.map(encodeEnvelope);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // Through the batcher, so the batch keeps its place after pushes made before it in this turn.
+    return this.#pushes.pushAll(this.layout.listKey(queue, priority), envelopes);
+  }
+
   async pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {
     // The due time travels as a delay so the server clock decides (processes' clocks may disagree).
     await DelayedPromoter.push(this.commands, this.layout, this.layout.listName(queue, priority), encodeEnvelope(message), dueAt - Date.now());

@@ -64,4 +64,21 @@ describe('PushBatcher', () => {
     await batcher.flush();
     expect(commands).toEqual([]);
   });
+
+  it('pushAll joins the burst in place: values in order, split at 1000 across commands, one promise', async () => {
+    const { batcher, commands } = recorder();
+    const batch = Array.from({ length: 1500 }, (_, index) => `b${index}`);
+    await Promise.all([batcher.push('q', 'before'), batcher.pushAll('q', batch), batcher.push('q', 'after'), batcher.pushAll('q', [])]);
+    expect(commands.map((command) => command.values.length)).toEqual([1000, 502]);
+    expect(commands.flatMap((command) => command.values)).toEqual(['before', ...batch, 'after']);
+  });
+
+  it('pushAll rejects when any command holding its values fails', async () => {
+    let sent = 0;
+    const batcher = new PushBatcher(async () => {
+      sent++;
+      if (sent === 2) throw new Error('second LPUSH failed');
+    });
+    await expect(batcher.pushAll('q', Array.from({ length: 1200 }, String))).rejects.toThrow('second LPUSH failed');
+  });
 });

@@ -127,6 +127,33 @@ function needsExchangeType(type: ExchangeType): (setup: SuiteSetup) => string | 
       : `transport does not list '${type}' in capabilities.exchangeTypes`;
 }
 
+/**
+ * A batch (`Channel.publishBatch`, or one publish each where a channel has none — what `Producer.publishMessages`
+ * does) routes as its messages would one by one, keeps their order, and lands after a publish made before it.
+ */
+export async function checkBatchPublish(context: ConformanceContext): Promise<void> {
+  const exchange = await context.declareExchange('batch', { type: 'topic' });
+  const x = new Exchange(exchange, { type: 'topic' });
+  const all = await context.declareQueue('all', { exchange: x, routingKey: 'jobs.#' });
+  const none = await context.declareQueue('none', { exchange: x, routingKey: 'other.#' });
+  const direct = await context.declareQueue('direct');
+  const channel = await context.channel();
+  const publishAll = (target: string, key: string, ids: readonly string[]): Promise<unknown> => {
+    const messages = ids.map((id) => testMessage(id));
+    return channel.publishBatch
+      ? channel.publishBatch(target, key, messages)
+      : Promise.all(messages.map((message) => channel.publish(target, key, message)));
+  };
+  const ids = messageIds('batch', 25);
+  const first = channel.publish('', direct, testMessage('before'));
+  await Promise.all([first, publishAll('', direct, ids), publishAll(exchange, 'jobs.x', ids)]);
+  await expectQueueHolds(context, direct, ['before', ...ids], { ordered: true });
+  await expectQueueHolds(context, all, ids, { ordered: true });
+  await expectQueueHolds(context, none, []);
+  await publishAll('', direct, []);
+  await expectQueueHolds(context, direct, []);
+}
+
 export const routingGroup: ConformanceGroup = {
   name: 'routing',
   checks: [
@@ -148,5 +175,6 @@ export const routingGroup: ConformanceGroup = {
         (setup.capabilities.fanout === 'live' ? undefined : `transport reports fanout: ${String(setup.capabilities.fanout)}`),
     },
     { name: 'headers: x-match all and any', run: checkHeadersRouting, skipReason: needsExchangeType('headers') },
+    { name: 'a batch routes and orders as one publish each would', run: checkBatchPublish, skipReason: needsExchangeType('topic') },
   ],
 };

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   ChannelClosed,
   ExchangeNotFound,
@@ -10,6 +9,7 @@ import {
 import type { Exchange } from '../exchange';
 import type { Delivery, Headers, OutgoingMessage } from '../message';
 import type { Queue } from '../queue';
+import { randomUuid } from '../random-uuid';
 import { routeMessage, type BindingRecord } from '../routing';
 import type {
   Channel,
@@ -119,6 +119,50 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   async purgeQueue(name: string): Promise<number> {
     this.#assertOpen();
     return this.transport.store.purgeQueue(name);
+  }
+
+  async publishBatch(exchange: string, routingKey: string, messages: readonly OutgoingMessage[], options: PublishOptions = {}): Promise<void> {
+    this.#assertOpen();
+    const first = messages[0];
+    if (first === undefined) return;
+    const declared = exchange === '' ? undefined : await this.#exchange(exchange);
+    const oneByOne =
+      (options.delay ?? 0) > 0 ||
+      declared?.type === 'headers' || // routed by each message's own headers
+      (declared?.type === 'fanout' && this.transport.store.features.fanout === 'live'); // sent to subscribers, not stored
+    if (oneByOne) {
+      await Promise.all(messages.map((message) => this.publish(exchange, routingKey, message, options)));
+      return;
+    }
+    // Routed once for the batch: everything else routes by exchange and routing key alone.
+    let queues: string[];
+    if (exchange === '') {
+      if (options.mandatory && !(await this.transport.store.queueExists(routingKey))) throw new UnroutableError(exchange, routingKey);
+      queues = [routingKey];
+    } else {
+      queues = routeMessage((declared as Exchange).type, await this.transport.store.listBindings(exchange), routingKey, first.headers);
+    }
+    if (queues.length === 0) {
+      if (options.mandatory) throw new UnroutableError(exchange, routingKey);
+      for (let i = 0; i < messages.length; i++) this.transport.reportUnroutable(exchange, routingKey);
+      return;
+    }
+    const store = this.transport.store;
+    const pushes: Array<Promise<unknown>> = [];
+    for (const queue of queues) {
+      // Each queue gets its own copies (a store may mutate a message when it restores it), by priority step in order.
+      const bySteps = new Map<number, StoredMessage[]>();
+      for (const message of messages) {
+        const step = this.transport.priorityStep(message.properties.priority);
+        let stored = bySteps.get(step);
+        if (!stored) bySteps.set(step, (stored = []));
+        stored.push(this.#stored(exchange, routingKey, message));
+      }
+      for (const [step, stored] of bySteps) {
+        pushes.push(store.pushMany ? store.pushMany(queue, stored, step) : Promise.all(stored.map((message) => store.push(queue, message, step))));
+      }
+    }
+    await Promise.all(pushes);
   }
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage, options: PublishOptions = {}): Promise<void> {
@@ -293,7 +337,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       properties: { ...message.properties },
       exchange,
       routingKey,
-      deliveryTag: randomUUID(),
+      deliveryTag: randomUuid(),
       redelivered: false,
     };
   }

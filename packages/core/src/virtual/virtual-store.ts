@@ -124,6 +124,11 @@ export interface VirtualStore {
 
   /** Append to the tail of `queue` in priority bucket `priority` (already normalised to a step by the channel). */
   push(queue: string, message: StoredMessage, priority: number): Promise<void>;
+  /**
+   * Appends several messages in order, as `push` each would. Optional: stores that can write a batch in one command
+   * (Redis: one LPUSH) implement it for `Channel.publishBatch`; the channel pushes one by one otherwise.
+   */
+  pushMany?(queue: string, messages: readonly StoredMessage[], priority: number): Promise<void>;
   /** Hold the message until `dueAt` (epoch ms), then push it. Required when `features.delayedDelivery`. */
   pushDelayed?(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void>;
   claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]>;
