@@ -91,6 +91,29 @@ export async function checkMailboxNobodyListens(context: ConformanceContext): Pr
   }
 }
 
+/**
+ * A node that stopped no longer holds up broadcasts: on a live fanout its auto-delete queue (and binding) goes when
+ * its channel closes, as Kombu's Redis channel deletes it, so the next broadcast with replies ends at once instead of
+ * waiting for a node that is gone (what a restarted worker's Mingle would otherwise do).
+ */
+export async function checkMailboxNodeLeaves(context: ConformanceContext): Promise<void> {
+  const namespace = context.name('leaving');
+  const nodeConnection = new Connection(await context.openTransport());
+  const node = new Mailbox(nodeConnection, { namespace }).node(context.name('gone@host'), { ping: () => ({ ok: 'pong' }) });
+  await node.listen();
+  await node.close();
+  await nodeConnection.close();
+  const connection = new Connection(await context.openTransport());
+  const client = new Mailbox(connection, { namespace });
+  try {
+    const replies = await client.broadcast('ping', { reply: true, timeout: 3_600_000 });
+    if (replies.length !== 0) throw new Error(`broadcast after the node left: expected no replies, got ${JSON.stringify(replies)}`);
+  } finally {
+    await client.close();
+    await connection.close();
+  }
+}
+
 export const mailboxGroup: ConformanceGroup = {
   name: 'mailbox (pidbox remote control)',
   checks: [
@@ -108,6 +131,12 @@ export const mailboxGroup: ConformanceGroup = {
       name: 'a broadcast nobody listens to ends at once with no replies',
       run: checkMailboxNobodyListens,
       skipReason: (setup) => (setup.capabilities.fanout ? undefined : 'transport reports fanout: null'),
+    },
+    {
+      name: 'a node that left no longer holds up a broadcast',
+      run: checkMailboxNodeLeaves,
+      skipReason: (setup) =>
+        setup.capabilities.fanout === 'live' ? undefined : `transport reports fanout: ${String(setup.capabilities.fanout)} (auto-delete is the broker's)`,
     },
   ],
 };

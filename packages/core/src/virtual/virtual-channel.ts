@@ -38,6 +38,8 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   readonly #consumers = new Set<VirtualConsumer>();
   /** Deliveries handed out and not yet settled, in delivery order: restored on close (ack emulation). */
   readonly #unsettled = new Map<Claim, VirtualConsumer | undefined>();
+  /** Auto-delete queues bound to a live fanout that this channel consumed: deleted when it closes. */
+  readonly #liveFanoutAutoDelete = new Set<string>();
   #open = true;
 
   constructor(transport: VirtualTransport) {
@@ -226,6 +228,9 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     const consumer = new VirtualConsumer(this, options);
     this.#consumers.add(consumer);
     this.transport.countConsumers(consumer.queues, +1);
+    for (const queue of consumer.queues) {
+      if (this.transport.isLiveFanoutQueue(queue) && this.transport.declaredQueue(queue)?.autoDelete) this.#liveFanoutAutoDelete.add(queue);
+    }
     await consumer.start();
     return consumer;
   }
@@ -245,6 +250,19 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
         this.reportError(error);
       }
     }
+    // As Kombu's Redis channel does on close: an auto-delete queue bound to a live fanout (a worker's pidbox queue)
+    // is deleted, binding and all, once nothing in this process consumes it. Left bound, it would make every later
+    // broadcast with replies wait for a node that is gone (a restarted worker's Mingle, `inspect`).
+    for (const name of this.#liveFanoutAutoDelete) {
+      if (this.transport.consumerCount(name) > 0) continue;
+      try {
+        await this.transport.store.deleteQueue(name);
+        this.transport.forgetQueue(name);
+      } catch (error) {
+        this.reportError(error);
+      }
+    }
+    this.#liveFanoutAutoDelete.clear();
     this.transport.channelClosed(this);
     this.emit('close');
   }
