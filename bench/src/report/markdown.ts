@@ -183,9 +183,10 @@ const METHOD = [
   '- **Task**: a no-op that returns its argument, the task index (small JSON args). Every index is checked off when it ' +
     'completes, so a lost or duplicated task fails the run instead of skewing it.',
   '- **W1 enqueue**: timing starts once the producer is connected. "Awaited" waits for each publish before the next; ' +
-    '"bulk" is the system\'s bulk API (BullMQ `addBulk`, bee-queue `saveAll`, an ioredis pipeline), or 1000 publishes in ' +
-    'flight at once where there is none (kq, celery.node, amqplib + `waitForConfirms`). Python Celery has no bulk publish. ' +
-    'kq publishes through `app.sendTask` (what `task.delay` does), with confirms on RabbitMQ; celery.node\'s `sendTask` does ' +
+    '"bulk" is the system\'s bulk API (kq `app.sendTasks`, what `task.applyMany` does; BullMQ `addBulk`, bee-queue ' +
+    '`saveAll`, an ioredis pipeline), or 1000 publishes in flight at once where there is none (celery.node, amqplib + ' +
+    '`waitForConfirms`), in batches of 1000. Python Celery has no bulk publish. kq builds every message as `app.sendTask` ' +
+    '(what `task.delay` does) builds it, with confirms on RabbitMQ; celery.node\'s `sendTask` does ' +
     'not return its publish, so the publish it makes is awaited directly. The broker is then checked to hold exactly N messages.',
   '- **W2 drain**: the queue is filled by the system\'s own producer in a separate process and checked to hold N; the ' +
     'worker process, already started and idle, is then told to go, and the clock runs from the call that starts the worker ' +

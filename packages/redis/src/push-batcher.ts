@@ -10,7 +10,8 @@ interface PendingPush {
  * Gathers the pushes to each list made in one burst (without I/O in between) into one `LPUSH key v1 v2 ...`: Redis pushes
  * the values in the order given, so the list order (and FIFO consumption) is what one LPUSH each would have made,
  * while a burst of publishes costs one command and one socket write per list instead of one per message.
- * A push waits only until the microtasks queued when it was made have run (`process.nextTick`), not for I/O.
+ * The first push of a burst is sent at once; the rest wait only until the microtasks queued when they were made have
+ * run (`process.nextTick`), not for I/O.
  * `pushAll` (a published batch) joins the same burst, so it keeps its place among single pushes.
  */
 export class PushBatcher {
@@ -23,6 +24,16 @@ export class PushBatcher {
   }
 
   push(key: string, value: string): Promise<void> {
+    if (!this.#scheduled && this.#pending.size === 0) {
+      // Nothing is gathering: this push goes out at once (an awaited publish waits for no tick), and the pushes that
+      // follow in this turn gather behind it.
+      this.#schedule();
+      try {
+        return this.#send(key, [value]).then(() => undefined);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     return new Promise((resolve, reject) => {
       const pending = this.#pendingFor(key);
       pending.values.push(value);
@@ -61,11 +72,14 @@ export class PushBatcher {
 
   #sendWhenDue(key: string, pending: PendingPush): void {
     if (pending.values.length >= MAX_VALUES) void this.#sendOne(key, pending);
-    else if (!this.#scheduled) {
-      this.#scheduled = true;
-      // After the microtasks queued now have run: every push a burst of sends makes without I/O in between.
-      process.nextTick(() => void this.flush());
-    }
+    else this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // After the microtasks queued now have run: every push a burst of sends makes without I/O in between.
+    process.nextTick(() => void this.flush());
   }
 
   /** Sends everything waiting now; resolves once sent (failures reach the pushes' own promises). */

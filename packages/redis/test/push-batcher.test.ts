@@ -12,15 +12,31 @@ function recorder(fail?: (key: string) => boolean) {
 }
 
 describe('PushBatcher', () => {
-  it('sends a burst as one LPUSH per list, values in the order pushed', async () => {
+  it('sends the first push of a burst at once and the rest as one LPUSH per list, values in the order pushed', async () => {
     const { batcher, commands } = recorder();
     const pushes = [batcher.push('a', '1'), batcher.push('b', 'x'), batcher.push('a', '2'), batcher.push('a', '3')];
-    expect(commands).toEqual([]); // nothing before the burst ends
+    expect(commands).toEqual([{ key: 'a', values: ['1'] }]); // the rest wait for the burst to end
     await Promise.all(pushes);
     expect(commands).toEqual([
-      { key: 'a', values: ['1', '2', '3'] },
+      { key: 'a', values: ['1'] },
       { key: 'b', values: ['x'] },
+      { key: 'a', values: ['2', '3'] },
     ]);
+  });
+
+  it('sends awaited pushes one by one without waiting a tick', async () => {
+    const commands: Array<{ key: string; values: string[] }> = [];
+    // Replies come back over I/O, as Redis's do.
+    const batcher = new PushBatcher(async (key, values) => {
+      commands.push({ key, values: [...values] });
+      await new Promise((resolve) => setImmediate(resolve));
+    });
+    for (const value of ['1', '2', '3']) {
+      const push = batcher.push('q', value);
+      expect(commands.at(-1)).toEqual({ key: 'q', values: [value] });
+      await push;
+    }
+    expect(commands).toHaveLength(3);
   });
 
   it('collects pushes made through chains of awaits, and a later turn starts a new command', async () => {
@@ -30,11 +46,12 @@ describe('PushBatcher', () => {
       await Promise.resolve();
       return batcher.push('q', value);
     };
-    await Promise.all(['1', '2', '3'].map(send));
-    await batcher.push('q', '4');
+    await Promise.all(['1', '2', '3', '4'].map(send));
+    await batcher.push('q', '5');
     expect(commands).toEqual([
-      { key: 'q', values: ['1', '2', '3'] },
-      { key: 'q', values: ['4'] },
+      { key: 'q', values: ['1'] },
+      { key: 'q', values: ['2', '3', '4'] },
+      { key: 'q', values: ['5'] },
     ]);
   });
 
@@ -42,7 +59,7 @@ describe('PushBatcher', () => {
     const { batcher, commands } = recorder();
     const values = Array.from({ length: 2500 }, (_, index) => String(index));
     await Promise.all(values.map((value) => batcher.push('q', value)));
-    expect(commands.map((command) => command.values.length)).toEqual([1000, 1000, 500]);
+    expect(commands.map((command) => command.values.length)).toEqual([1, 1000, 1000, 499]);
     expect(commands.flatMap((command) => command.values)).toEqual(values);
   });
 
@@ -58,18 +75,20 @@ describe('PushBatcher', () => {
     });
     await expect(throwing.push('q', '1')).rejects.toThrow('not connected');
     const { batcher, commands } = recorder();
-    const waiting = batcher.push('q', '1');
+    const sent = batcher.push('q', '1');
+    const waiting = batcher.push('q', '2');
     batcher.failAll(new Error('closing'));
     await expect(waiting).rejects.toThrow('closing');
+    await sent;
     await batcher.flush();
-    expect(commands).toEqual([]);
+    expect(commands).toEqual([{ key: 'q', values: ['1'] }]);
   });
 
   it('pushAll joins the burst in place: values in order, split at 1000 across commands, one promise', async () => {
     const { batcher, commands } = recorder();
     const batch = Array.from({ length: 1500 }, (_, index) => `b${index}`);
     await Promise.all([batcher.push('q', 'before'), batcher.pushAll('q', batch), batcher.push('q', 'after'), batcher.pushAll('q', [])]);
-    expect(commands.map((command) => command.values.length)).toEqual([1000, 502]);
+    expect(commands.map((command) => command.values.length)).toEqual([1, 1000, 501]);
     expect(commands.flatMap((command) => command.values)).toEqual(['before', ...batch, 'after']);
   });
 
