@@ -1,13 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Queue, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisTransport } from '../src/index';
-import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
+import { describe, expect, it } from 'vitest';
+import type { RedisTransport, RedisTransportOptions } from '../src/index';
+import { redisUrl, useRedisFixture, waitFor, warnings } from './helpers/redis-test-env';
 
 // A consumer blocked in BRPOP hands the message it wakes with to its handler before the claim script has recorded
 // it (RedisStore#takePoppedEarly). These check that settles still follow the record and nothing is lost.
@@ -27,28 +27,9 @@ async function blockedInBrpop(redis: Redis, namePrefix: string): Promise<boolean
 }
 
 describe.skipIf(!up)('messages that wake a blocked consumer', () => {
-  const prefix = uniquePrefix('early');
-  let redis: Redis;
-  const transports: RedisTransport[] = [];
-  const children: ChildProcess[] = [];
-
-  function transport(name: string, options: Parameters<typeof makeTransport>[1] = {}): RedisTransport {
-    const made = makeTransport(prefix, { pollIntervalMs: 5000, connectionName: name, ...options });
-    transports.push(made);
-    return made;
-  }
-
-  beforeAll(() => {
-    redis = rawClient();
-  });
-  afterEach(async () => {
-    for (const child of children.splice(0)) child.kill('SIGKILL');
-    await Promise.all(transports.splice(0).map((made) => made.close()));
-  });
-  afterAll(async () => {
-    await cleanup(redis, prefix);
-    redis.disconnect();
-  });
+  const fixture = useRedisFixture('early', { pollIntervalMs: 5000 });
+  const { prefix, children } = fixture;
+  const transport = (name: string, options: RedisTransportOptions = {}): RedisTransport => fixture.transport({ connectionName: name, ...options });
 
   it('are recorded in unacked before their ack is applied, and in order with the rest of their batch', async () => {
     const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
@@ -58,7 +39,7 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     await channel.declareQueue(new Queue('wake'));
     const received: Delivery[] = [];
     const consumer = await channel.consume({ queues: ['wake'], prefetch: 10, onMessage: (delivery) => received.push(delivery) });
-    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
+    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
     const pubChannel = await publisher.createChannel();
     await Promise.all(['a', 'b', 'c'].map((text) => pubChannel.publish('', 'wake', message(text))));
     await waitFor(() => received.length === 3, 5000, 'three deliveries');
@@ -67,10 +48,10 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
       // Whatever the timing of the record, an ack issued at once is applied (not stale) and leaves nothing behind.
       await delivery.ack();
     }
-    expect(await redis.hlen(`${prefix}unacked`)).toBe(0);
-    expect(await redis.zcard(`${prefix}unacked_index`)).toBe(0);
-    expect(await redis.hlen(`${prefix}_kq.holders`)).toBe(0);
-    expect(await redis.zcard(`${prefix}_kq.leases`)).toBe(0);
+    expect(await fixture.redis.hlen(`${prefix}unacked`)).toBe(0);
+    expect(await fixture.redis.zcard(`${prefix}unacked_index`)).toBe(0);
+    expect(await fixture.redis.hlen(`${prefix}_kq.holders`)).toBe(0);
+    expect(await fixture.redis.zcard(`${prefix}_kq.leases`)).toBe(0);
     expect(consumerSide.stats().held).toBe(0);
     await consumer.cancel();
   });
@@ -82,13 +63,13 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     await channel.declareQueue(new Queue('wake-close'));
     const received: Delivery[] = [];
     await channel.consume({ queues: ['wake-close'], prefetch: 1, onMessage: (delivery) => received.push(delivery) });
-    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
-    await redis.lpush(`${prefix}wake-close`, envelope('kept', randomUUID()));
+    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
+    await fixture.redis.lpush(`${prefix}wake-close`, envelope('kept', randomUUID()));
     await waitFor(() => received.length === 1, 5000, 'the delivery');
     await channel.close();
-    expect(await redis.llen(`${prefix}wake-close`)).toBe(1);
-    expect(await redis.hlen(`${prefix}unacked`)).toBe(0);
-    const restored = JSON.parse((await redis.lindex(`${prefix}wake-close`, 0)) as string) as { headers: Record<string, unknown> };
+    expect(await fixture.redis.llen(`${prefix}wake-close`)).toBe(1);
+    expect(await fixture.redis.hlen(`${prefix}unacked`)).toBe(0);
+    const restored = JSON.parse((await fixture.redis.lindex(`${prefix}wake-close`, 0)) as string) as { headers: Record<string, unknown> };
     expect(restored.headers['redelivered']).toBe(true);
   });
 
@@ -99,18 +80,18 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     await channel.declareQueue(new Queue('wake-bad'));
     const received: Delivery[] = [];
     await channel.consume({ queues: ['wake-bad'], prefetch: 5, onMessage: (delivery) => received.push(delivery) });
-    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP');
+    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
     // The script finds a tag in this one (so it records it) but its body is no string: kq cannot make a message of it.
     const tag = randomUUID();
-    await redis.lpush(`${prefix}wake-bad`, envelope('x', tag).replace(/"body": "[^"]*"/, '"body": 5'));
-    await waitFor(async () => (await redis.llen(`${prefix}_kq.quarantine`)) === 1, 5000, 'the first quarantine');
-    await waitFor(() => blockedInBrpop(redis, name), 5000, 'the consumer to block in BRPOP again');
+    await fixture.redis.lpush(`${prefix}wake-bad`, envelope('x', tag).replace(/"body": "[^"]*"/, '"body": 5'));
+    await waitFor(async () => (await fixture.redis.llen(`${prefix}_kq.quarantine`)) === 1, 5000, 'the first quarantine');
+    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP again');
     // This one the script cannot read either.
-    await redis.lpush(`${prefix}wake-bad`, 'not json');
-    await waitFor(async () => (await redis.llen(`${prefix}_kq.quarantine`)) === 2, 5000, 'the second quarantine');
+    await fixture.redis.lpush(`${prefix}wake-bad`, 'not json');
+    await waitFor(async () => (await fixture.redis.llen(`${prefix}_kq.quarantine`)) === 2, 5000, 'the second quarantine');
     expect(received).toEqual([]);
-    expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(0);
-    expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, tag)).toBe(0);
+    expect(await fixture.redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
     expect(warnings.filter((warning) => warning.includes('wake-bad'))).toHaveLength(2);
   });
 
@@ -128,12 +109,12 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
     await waitFor(() => lines.includes('ready'), 20_000, 'the child to consume');
     // The child's queue is empty, so it waits in BRPOP.
-    await waitFor(() => blockedInBrpop(redis, childName), 5000, 'the child to block in BRPOP');
+    await waitFor(() => blockedInBrpop(fixture.redis, childName), 5000, 'the child to block in BRPOP');
     await channel.publish('', 'wake-crash', message('survives a crash'));
     await waitFor(() => lines.some((line) => line.startsWith('{')), 10_000, 'the child to take the delivery');
     const held = JSON.parse(lines.find((line) => line.startsWith('{')) as string) as { tag: string; body: string };
     // Handed over early; once recorded it is crash safe.
-    await waitFor(async () => (await redis.hexists(`${prefix}unacked`, held.tag)) === 1, 5000, 'the record');
+    await waitFor(async () => (await fixture.redis.hexists(`${prefix}unacked`, held.tag)) === 1, 5000, 'the record');
     child.kill('SIGKILL');
     const redelivered: Delivery[] = [];
     const consumer = await channel.consume({ queues: ['wake-crash'], prefetch: 1, onMessage: (d) => redelivered.push(d) });

@@ -1,13 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Queue, StaleDeliveryError, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisClaim, RedisTransport } from '../src/index';
+import { describe, expect, it } from 'vitest';
+import type { RedisClaim } from '../src/index';
 import { ACK } from '../src/lua-scripts';
-import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix, waitFor } from './helpers/redis-test-env';
+import { redisUrl, useRedisFixture, waitFor } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -20,28 +19,8 @@ function message(text: string): OutgoingMessage {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!up)('leases', () => {
-  const prefix = uniquePrefix('lease');
-  let redis: Redis;
-  const transports: RedisTransport[] = [];
-  const children: ChildProcess[] = [];
-
-  function transport(options: Parameters<typeof makeTransport>[1] = {}): RedisTransport {
-    const made = makeTransport(prefix, { pollIntervalMs: 200, ...options });
-    transports.push(made);
-    return made;
-  }
-
-  beforeAll(() => {
-    redis = rawClient();
-  });
-  afterEach(async () => {
-    for (const child of children.splice(0)) child.kill('SIGKILL');
-    await Promise.all(transports.splice(0).map((made) => made.close()));
-  });
-  afterAll(async () => {
-    await cleanup(redis, prefix);
-    redis.disconnect();
-  });
+  const fixture = useRedisFixture('lease', { pollIntervalMs: 200 });
+  const { prefix, children, transport } = fixture;
 
   it('a delivery a live consumer holds past the visibility timeout is not redelivered, and its ack goes through', async () => {
     const holder = transport({ leaseMs: 900, leaseRenewIntervalMs: 250, visibilityTimeout: 1 });
@@ -51,20 +30,20 @@ describe.skipIf(!up)('leases', () => {
     await channel.publish('', 'long', message('slow task'));
     const delivery = (await channel.get('long')) as Delivery;
     const tag = delivery.deliveryInfo.deliveryTag;
-    const firstScore = Number(await redis.zscore(`${prefix}unacked_index`, tag));
+    const firstScore = Number(await fixture.redis.zscore(`${prefix}unacked_index`, tag));
     await sweeper.connect();
     // Three visibility timeouts and three leases long, sweeping all the while.
     const until = Date.now() + 3000;
     while (Date.now() < until) {
       await sweeper.redisStore.sweepLeases();
       await sweeper.redisStore.sweepVisibility();
-      expect(await redis.llen(`${prefix}long`)).toBe(0);
+      expect(await fixture.redis.llen(`${prefix}long`)).toBe(0);
       await sleep(150);
     }
-    expect(Number(await redis.zscore(`${prefix}unacked_index`, tag))).toBeGreaterThan(firstScore);
-    expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(1);
+    expect(Number(await fixture.redis.zscore(`${prefix}unacked_index`, tag))).toBeGreaterThan(firstScore);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, tag)).toBe(1);
     await delivery.ack();
-    expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(0);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, tag)).toBe(0);
     expect(sweeper.stats()).toMatchObject({ leaseRestored: 0, visibilityRestored: 0 });
   });
 
@@ -84,7 +63,7 @@ describe.skipIf(!up)('leases', () => {
     await waitFor(() => lines.length >= 2, 20_000, 'the child to take the delivery');
     const held = JSON.parse(lines.find((line) => line.startsWith('{')) as string) as { tag: string; body: string };
     expect(held.body).toBe('survives a crash');
-    expect(await redis.hexists(`${prefix}unacked`, held.tag)).toBe(1);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, held.tag)).toBe(1);
     child.kill('SIGKILL');
 
     const redelivered: Delivery[] = [];
@@ -112,9 +91,9 @@ describe.skipIf(!up)('leases', () => {
     expect(second.deliveryInfo).toMatchObject({ deliveryTag: first.deliveryInfo.deliveryTag, redelivered: true });
     await expect(first.ack()).rejects.toBeInstanceOf(StaleDeliveryError);
     // The refused ack did not touch the new holder's claim.
-    expect(await redis.hexists(`${prefix}unacked`, second.deliveryInfo.deliveryTag)).toBe(1);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, second.deliveryInfo.deliveryTag)).toBe(1);
     await second.ack();
-    expect(await redis.hexists(`${prefix}unacked`, second.deliveryInfo.deliveryTag)).toBe(0);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, second.deliveryInfo.deliveryTag)).toBe(0);
     expect(stalled.stats().held).toBe(0);
   });
 
@@ -136,7 +115,7 @@ describe.skipIf(!up)('leases', () => {
     await channel.close(); // tries to restore b: stale, reported, not applied twice
     expect(errors.map((error) => error.constructor.name)).toEqual(['StaleDeliveryError']);
     expect(b.acknowledged).toBe(false);
-    expect(await redis.llen(`${prefix}fence2`)).toBe(2);
+    expect(await fixture.redis.llen(`${prefix}fence2`)).toBe(2);
   });
 
   it('answers a settle ioredis re-sends after a reconnect with what its first run did (not stale)', async () => {
@@ -147,12 +126,12 @@ describe.skipIf(!up)('leases', () => {
     const [claim] = (await kq.redisStore.claim(['resend'], { max: 1, blockMs: 0, noAck: false })) as [RedisClaim];
     const keys = ['unacked', 'unacked_index', '_kq.leases', '_kq.holders', '_kq.request.test-resend'].map((key) => prefix + key);
     // The same command twice, as ioredis re-sends one whose reply the dropped connection lost.
-    expect(await ACK.run(redis, keys, [claim.tag, claim.token])).toEqual([1]);
-    expect(await ACK.run(redis, keys, [claim.tag, claim.token])).toEqual([1]);
-    expect(await redis.hexists(`${prefix}unacked`, claim.tag)).toBe(0);
+    expect(await ACK.run(fixture.redis, keys, [claim.tag, claim.token])).toEqual([1]);
+    expect(await ACK.run(fixture.redis, keys, [claim.tag, claim.token])).toEqual([1]);
+    expect(await fixture.redis.hexists(`${prefix}unacked`, claim.tag)).toBe(0);
     // A genuinely new ack of the same claim is stale.
     keys[4] = `${prefix}_kq.request.test-resend-2`;
-    expect(await ACK.run(redis, keys, [claim.tag, claim.token])).toEqual([0]);
+    expect(await ACK.run(fixture.redis, keys, [claim.tag, claim.token])).toEqual([0]);
     await kq.redisStore.renewLeases();
   });
 
@@ -164,13 +143,13 @@ describe.skipIf(!up)('leases', () => {
     const delivery = (await channel.get('py')) as Delivery;
     const tag = delivery.deliveryInfo.deliveryTag;
     // What Kombu's restore_by_tag followed by a Python claim does to the keys (it knows nothing of kq's records).
-    const value = (await redis.hget(`${prefix}unacked`, tag)) as string;
-    await redis.multi().zrem(`${prefix}unacked_index`, tag).hdel(`${prefix}unacked`, tag).exec();
-    await redis.multi().zadd(`${prefix}unacked_index`, Date.now() / 1000 + 5, tag).hset(`${prefix}unacked`, tag, value).exec();
+    const value = (await fixture.redis.hget(`${prefix}unacked`, tag)) as string;
+    await fixture.redis.multi().zrem(`${prefix}unacked_index`, tag).hdel(`${prefix}unacked`, tag).exec();
+    await fixture.redis.multi().zadd(`${prefix}unacked_index`, Date.now() / 1000 + 5, tag).hset(`${prefix}unacked`, tag, value).exec();
     await expect(delivery.ack()).rejects.toBeInstanceOf(StaleDeliveryError);
-    expect(await redis.hget(`${prefix}unacked`, tag)).toBe(value);
-    expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
-    await redis.multi().zrem(`${prefix}unacked_index`, tag).hdel(`${prefix}unacked`, tag).exec();
+    expect(await fixture.redis.hget(`${prefix}unacked`, tag)).toBe(value);
+    expect(await fixture.redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
+    await fixture.redis.multi().zrem(`${prefix}unacked_index`, tag).hdel(`${prefix}unacked`, tag).exec();
   });
 
   it('restores a delivery only Python held once it is older than the visibility timeout (Kombu’s rule)', async () => {
@@ -183,22 +162,22 @@ describe.skipIf(!up)('leases', () => {
       headers: {},
       properties: { delivery_info: { exchange: '', routing_key: 'pyheld' }, priority: 4, body_encoding: 'base64', delivery_tag: 'py-tag-1' },
     });
-    await redis
+    await fixture.redis
       .multi()
       .zadd(`${prefix}unacked_index`, Date.now() / 1000 - 5, 'py-tag-1')
       .hset(`${prefix}unacked`, 'py-tag-1', `[${envelope}, "", "pyheld"]`)
       .exec();
     expect(await kq.redisStore.sweepVisibility()).toBe(1);
-    expect(await redis.exists(`${prefix}unacked_mutex`)).toBe(0);
-    const restored = JSON.parse((await redis.lindex(`${prefix}pyheld\x06\x163`, 0)) as string) as {
+    expect(await fixture.redis.exists(`${prefix}unacked_mutex`)).toBe(0);
+    const restored = JSON.parse((await fixture.redis.lindex(`${prefix}pyheld\x06\x163`, 0)) as string) as {
       headers: Record<string, unknown>;
       properties: { delivery_info: Record<string, unknown> };
     };
     expect(restored.headers['redelivered']).toBe(true);
     expect(restored.properties.delivery_info['redelivered']).toBe(true);
     // Another process holding the mutex makes the sweep stand aside, as in Kombu.
-    await redis.set(`${prefix}unacked_mutex`, 'someone-else', 'PX', 5000);
+    await fixture.redis.set(`${prefix}unacked_mutex`, 'someone-else', 'PX', 5000);
     expect(await kq.redisStore.sweepVisibility()).toBe(0);
-    await redis.del(`${prefix}unacked_mutex`);
+    await fixture.redis.del(`${prefix}unacked_mutex`);
   });
 });

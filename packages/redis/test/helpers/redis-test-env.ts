@@ -1,6 +1,8 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerUrls } from '@kq/test-harness';
 import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { RedisTransport, type RedisTransportOptions } from '../../src/index';
 
 /** A key prefix of its own per test file (and run), so parallel files never see each other's keys. */
@@ -57,4 +59,52 @@ export async function killConnections(client: Redis, namePrefix: string): Promis
     }
   }
   return killed;
+}
+
+/** What {@link useRedisFixture} gives a describe block. */
+export interface RedisFixture {
+  /** The key prefix of this block's transports. */
+  readonly prefix: string;
+  /** A raw client for looking at what the transports wrote (made before the first test). */
+  readonly redis: Redis;
+  /** Child processes to SIGKILL after each test. */
+  readonly children: ChildProcess[];
+  /** A transport under the prefix with the block's default options; closed after each test. */
+  transport(options?: RedisTransportOptions): RedisTransport;
+}
+
+/**
+ * Registers, in the calling describe block, what a test of transports against real Redis needs: transports closed and
+ * children killed after each test, the prefix's keys deleted and the raw client closed after the block.
+ */
+export function useRedisFixture(file: string, defaults: RedisTransportOptions = {}): RedisFixture {
+  const prefix = uniquePrefix(file);
+  const transports: RedisTransport[] = [];
+  const children: ChildProcess[] = [];
+  let redis: Redis | undefined;
+  beforeAll(() => {
+    redis = rawClient();
+  });
+  afterEach(async () => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await Promise.all(transports.splice(0).map((made) => made.close()));
+  });
+  afterAll(async () => {
+    if (!redis) return;
+    await cleanup(redis, prefix);
+    redis.disconnect();
+  });
+  return {
+    prefix,
+    children,
+    get redis(): Redis {
+      if (!redis) throw new Error('useRedisFixture: the raw client is made in beforeAll; use it inside a test');
+      return redis;
+    },
+    transport(options: RedisTransportOptions = {}): RedisTransport {
+      const made = makeTransport(prefix, { ...defaults, ...options });
+      transports.push(made);
+      return made;
+    },
+  };
 }
