@@ -137,15 +137,8 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       return;
     }
     // Routed once for the batch: everything else routes by exchange and routing key alone.
-    let queues: string[];
-    if (exchange === '') {
-      if (options.mandatory && !(await this.transport.store.queueExists(routingKey))) throw new UnroutableError(exchange, routingKey);
-      queues = [routingKey];
-    } else {
-      queues = routeMessage((declared as Exchange).type, await this.transport.store.listBindings(exchange), routingKey, first.headers);
-    }
+    const queues = await this.#storingQueues(exchange, declared, routingKey, first.headers, options.mandatory);
     if (queues.length === 0) {
-      if (options.mandatory) throw new UnroutableError(exchange, routingKey);
       for (let i = 0; i < messages.length; i++) this.transport.reportUnroutable(exchange, routingKey);
       return;
     }
@@ -175,28 +168,17 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
         `The ${this.transport.name} transport has no delayed delivery; publish without \`delay\` and hold the message in the worker (ETA) instead.`,
       );
     }
-    let queues: string[];
-    if (exchange === '') {
-      // Default exchange: the routing key names the queue (Kombu pushes even if nobody declared it).
-      if (options.mandatory && !(await this.transport.store.queueExists(routingKey))) {
+    const declared = exchange === '' ? undefined : await this.#exchange(exchange);
+    if (declared?.type === 'fanout' && this.transport.store.features.fanout === 'live') {
+      // Live fanout has no queue to push to, but its subscribers bind queues (as in Kombu): none bound, unroutable.
+      if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
         throw new UnroutableError(exchange, routingKey);
       }
-      queues = [routingKey];
-    } else {
-      const declared = await this.#exchange(exchange);
-      if (declared.type === 'fanout' && this.transport.store.features.fanout === 'live') {
-        // Live fanout has no queue to push to, but its subscribers bind queues (as in Kombu): none bound, unroutable.
-        if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
-          throw new UnroutableError(exchange, routingKey);
-        }
-        await this.transport.fanoutBus().publish(exchange, routingKey, this.#stored(exchange, routingKey, message));
-        return;
-      }
-      const bindings = await this.transport.store.listBindings(exchange);
-      queues = routeMessage(declared.type, bindings, routingKey, message.headers);
+      await this.transport.fanoutBus().publish(exchange, routingKey, this.#stored(exchange, routingKey, message));
+      return;
     }
+    const queues = await this.#storingQueues(exchange, declared, routingKey, message.headers, options.mandatory);
     if (queues.length === 0) {
-      if (options.mandatory) throw new UnroutableError(exchange, routingKey);
       this.transport.reportUnroutable(exchange, routingKey);
       return;
     }
@@ -212,6 +194,29 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
           : store.push(queue, stored, priority);
       }),
     );
+  }
+
+  /**
+   * The queues a message to `exchange` (`declared`, or undefined for the default exchange; never a live fanout) is
+   * stored in. A mandatory message with none is `UnroutableError`.
+   */
+  async #storingQueues(
+    exchange: string,
+    declared: Exchange | undefined,
+    routingKey: string,
+    headers: Headers,
+    mandatory: boolean | undefined,
+  ): Promise<string[]> {
+    let queues: string[];
+    if (declared === undefined) {
+      // Default exchange: the routing key names the queue (Kombu pushes even if nobody declared it).
+      if (mandatory && !(await this.transport.store.queueExists(routingKey))) throw new UnroutableError(exchange, routingKey);
+      queues = [routingKey];
+    } else {
+      queues = routeMessage(declared.type, await this.transport.store.listBindings(exchange), routingKey, headers);
+    }
+    if (queues.length === 0 && mandatory) throw new UnroutableError(exchange, routingKey);
+    return queues;
   }
 
   async get(queue: string, options: GetOptions = {}): Promise<Delivery | null> {
