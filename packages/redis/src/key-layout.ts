@@ -137,14 +137,17 @@ export class KeyLayout {
     return `${this.prefix}_kq.fanout.${queue}`;
   }
 
+  /**
+   * kq: the exchanges a queue was ever bound to by a kq process, so deleting the queue finds its bindings without
+   * scanning the keyspace (Kombu keeps no such index; its binding sets are keyed by exchange only).
+   */
+  boundExchangesKey(queue: string): string {
+    return `${this.prefix}_kq.bound.${queue}`;
+  }
+
   /** kq: the remembered reply of one settle script call (expires after 2 minutes), see lua-scripts.ts. */
   requestKey(requestId: string): string {
     return `${this.prefix}_kq.request.${requestId}`;
-  }
-
-  /** Glob matching every binding set (for queue deletion), with the prefix's glob characters escaped. */
-  bindingKeyPattern(): string {
-    return `${this.prefix.replace(/[*?[\]\\]/g, '\\$&')}_kombu.binding.*`;
   }
 
   bindingMember(member: BindingMember): string {

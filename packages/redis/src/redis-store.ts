@@ -293,7 +293,10 @@ export class RedisStore implements VirtualStore {
 
   async addBinding(exchange: string, binding: BindingRecord): Promise<void> {
     const { member, type } = await this.#member(exchange, binding);
-    const transaction = this.commands.multi().sadd(this.layout.bindingKey(exchange), member);
+    const transaction = this.commands
+      .multi()
+      .sadd(this.layout.bindingKey(exchange), member)
+      .sadd(this.layout.boundExchangesKey(binding.queue), exchange);
     if (type === 'fanout') transaction.sadd(this.layout.fanoutBindingsKey(binding.queue), exchange + this.layout.sep + binding.routingKey);
     await transaction.exec();
   }
@@ -374,8 +377,12 @@ export class RedisStore implements VirtualStore {
 
   async deleteQueue(name: string): Promise<number> {
     const count = Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
-    await this.commands.multi().hdel(this.layout.key('queues'), name).del(this.layout.fanoutBindingsKey(name)).exec();
     await this.#removeBindingsOf(name);
+    await this.commands
+      .multi()
+      .hdel(this.layout.key('queues'), name)
+      .del(this.layout.fanoutBindingsKey(name), this.layout.boundExchangesKey(name))
+      .exec();
     return count;
   }
 
@@ -691,18 +698,31 @@ export class RedisStore implements VirtualStore {
     return { member: this.layout.bindingMember({ routingKey: binding.routingKey, pattern, queue: binding.queue }), type };
   }
 
-  /** Deleting a queue removes its bindings everywhere, as on AMQP (Kombu only removes the one it declared). */
+  /**
+   * Deleting a queue removes its bindings everywhere, as on AMQP (Kombu only removes the one it declared): on every
+   * exchange a kq process bound it to, and on every exchange a kq process declared (which covers bindings a Python
+   * process made there). Found through those two indexes rather than by scanning the keyspace, which on a Redis
+   * holding millions of results would make every worker shutdown (its pidbox queue goes) a full scan.
+   */
   async #removeBindingsOf(queue: string): Promise<void> {
     const commands = this.commands;
-    let cursor = '0';
-    do {
-      const [next, keys] = await commands.scan(cursor, 'MATCH', this.layout.bindingKeyPattern(), 'COUNT', 500);
-      cursor = next;
-      for (const key of keys) {
-        const stale = (await commands.smembers(key)).filter((member) => this.layout.parseBindingMember(member)?.queue === queue);
-        if (stale.length > 0) await commands.srem(key, ...stale);
-      }
-    } while (cursor !== '0');
+    const [bound, declared] = await Promise.all([commands.smembers(this.layout.boundExchangesKey(queue)), commands.hkeys(this.layout.key('exchanges'))]);
+    const exchanges = [...new Set([...bound, ...declared])];
+    if (exchanges.length === 0) return;
+    const lookup = commands.pipeline();
+    for (const exchange of exchanges) lookup.smembers(this.layout.bindingKey(exchange));
+    const members = (await lookup.exec()) ?? [];
+    const removal = commands.pipeline();
+    let stale = 0;
+    exchanges.forEach((exchange, index) => {
+      const [error, value] = members[index] ?? [null, []];
+      if (error) throw error;
+      const ofQueue = (value as string[]).filter((member) => this.layout.parseBindingMember(member)?.queue === queue);
+      if (ofQueue.length === 0) return;
+      removal.srem(this.layout.bindingKey(exchange), ...ofQueue);
+      stale += ofQueue.length;
+    });
+    if (stale > 0) await removal.exec();
   }
 
   #watchConnection(commands: Redis): void {

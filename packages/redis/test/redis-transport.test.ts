@@ -174,6 +174,21 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     expect(await redis.smembers(`${prefix}_kombu.binding.ops.x`)).toEqual([]);
   });
 
+  it('deleting a queue removes its bindings on every exchange it was bound to, and on declared exchanges Python bound it to', async () => {
+    await channel.declareQueue(new Queue('gone', { exchange: new Exchange('gone.x'), routingKey: 'a' }));
+    // An exchange kq never declared, known from Kombu's binding set alone.
+    await redis.sadd(`${prefix}_kombu.binding.py.x`, 'other\x06\x16\x06\x16py.q');
+    await channel.bindQueue('gone', 'py.x', 'b');
+    // A binding only a Python process made, on an exchange a kq process declared.
+    await channel.declareExchange(new Exchange('declared.x'));
+    await redis.sadd(`${prefix}_kombu.binding.declared.x`, 'c\x06\x16\x06\x16gone', 'c\x06\x16\x06\x16kept');
+    await channel.deleteQueue('gone');
+    expect(await redis.smembers(`${prefix}_kombu.binding.gone.x`)).toEqual([]);
+    expect(await redis.smembers(`${prefix}_kombu.binding.py.x`)).toEqual(['other\x06\x16\x06\x16py.q']);
+    expect(await redis.smembers(`${prefix}_kombu.binding.declared.x`)).toEqual(['c\x06\x16\x06\x16kept']);
+    expect(await redis.exists(`${prefix}_kq.bound.gone`)).toBe(0);
+  });
+
   it('moves a malformed envelope to the quarantine list and keeps consuming', async () => {
     warnings.length = 0;
     await channel.declareQueue(new Queue('bad'));
