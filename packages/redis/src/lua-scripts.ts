@@ -14,6 +14,12 @@ import { LuaScript } from './lua-script';
  *   that restored and re-claimed the message meanwhile (it rewrites `unacked_index` but knows nothing of holders).
  */
 
+/**
+ * The member that keeps `unacked_index` and `leases` in Redis's skiplist encoding (see `pin` below): longer than
+ * `zset-max-listpack-value` (64 bytes by default), scored +inf. Exported for tests.
+ */
+export const SKIPLIST_PIN = '_kq.pin: keeps this sorted set a skiplist, as a listpack would make every insert scan the set';
+
 const PRELUDE = `
 local function now()
   local t = redis.call('TIME')
@@ -51,6 +57,18 @@ local function each_chunk(command, key, items)
   end
 end
 
+-- Redis keeps a sorted set of up to 128 short members as a listpack, where every insert scans the whole set, so a
+-- claim adding a batch of 64 cost time quadratic in the claims held: most of Redis's time whenever few were held.
+-- One member longer than 64 bytes keeps unacked_index and leases skiplists. It scores +inf, so the scans by time
+-- (Kombu's restore_visible, kq's lease and visibility scans) never reach it, and it goes with the last real member.
+local function pin(key)
+  redis.call('ZADD', key, 'NX', 'inf', '${SKIPLIST_PIN}')
+end
+
+local function unpin_if_alone(key)
+  if redis.call('ZCARD', key) == 1 and redis.call('ZSCORE', key, '${SKIPLIST_PIN}') then redis.call('DEL', key) end
+end
+
 -- acks of claims, each pair (tag, token) in order: 1 when the claim was ours and is now forgotten, 0 when stale (our
 -- own void records are dropped then). One HMGET and four variadic deletes for the whole batch instead of six calls
 -- per claim: a flood of short tasks spends much of Redis's time here.
@@ -81,11 +99,13 @@ local function ack_many(unacked, index, leases, holders, settles)
   if #drop_holder > 0 then
     each_chunk('HDEL', holders, drop_holder)
     each_chunk('ZREM', leases, drop_holder)
+    unpin_if_alone(leases)
   end
   if #drop_index > 0 then
     -- index and unacked are written and removed together (by Kombu too): a matching score means the entry is there
     each_chunk('ZREM', index, drop_index)
     each_chunk('HDEL', unacked, drop_index)
+    unpin_if_alone(index)
   end
   return results
 end
@@ -95,6 +115,8 @@ local function forget(unacked, index, leases, holders, tag)
   redis.call('ZREM', index, tag)
   redis.call('ZREM', leases, tag)
   redis.call('HDEL', holders, tag)
+  unpin_if_alone(index)
+  unpin_if_alone(leases)
 end
 
 -- Replies remembered under a request id, so a script ioredis re-sends after a reconnect (its first run's reply was
@@ -338,6 +360,8 @@ else
   end
 end
 if #rec_unacked > 0 then
+  pin(index)
+  pin(leases)
   each_chunk('ZADD', index, rec_index)
   each_chunk('HSET', unacked, rec_unacked)
   each_chunk('ZADD', leases, rec_leases)
@@ -429,6 +453,7 @@ for a = 2, #ARGV, 2 do
     if tok == token then
       redis.call('HDEL', KEYS[4], tag)
       redis.call('ZREM', KEYS[3], tag)
+      unpin_if_alone(KEYS[3])
     end
     lost[#lost + 1] = token
   end
@@ -455,6 +480,7 @@ for _, tag in ipairs(expired) do
   local value = redis.call('HGET', KEYS[1], tag)
   if tok == nil or not value or not same_score(redis.call('ZSCORE', KEYS[2], tag), score) then
     redis.call('ZREM', KEYS[3], tag)
+    unpin_if_alone(KEYS[3])
     if h then redis.call('HDEL', KEYS[4], tag) end
   else
     out[#out + 1] = tag
@@ -528,7 +554,8 @@ return out
  */
 export const VISIBILITY_RESTORE = new LuaScript(
   'visibility-restore',
-  `
+  PRELUDE +
+    `
 local prefix = ARGV[1]
 local restored = 0
 local a = 3
@@ -537,6 +564,7 @@ while a <= #ARGV do
   if redis.call('ZSCORE', KEYS[2], tag) == score and redis.call('HEXISTS', KEYS[3], tag) == 0 then
     redis.call('HDEL', KEYS[1], tag)
     redis.call('ZREM', KEYS[2], tag)
+    unpin_if_alone(KEYS[2])
     for t = 0, n - 1 do
       redis.call(ARGV[a + 4 + 2 * t], prefix .. ARGV[a + 5 + 2 * t], envelope)
     end

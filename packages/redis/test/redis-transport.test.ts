@@ -3,6 +3,7 @@ import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisTransport } from '../src/index';
+import { SKIPLIST_PIN } from '../src/lua-scripts';
 import { capture } from './helpers/monitor';
 import { cleanup, makeTransport, rawClient, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
 
@@ -79,6 +80,26 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     expect(await redis.zscore(`${prefix}unacked_index`, tag)).toBeNull();
     expect(await redis.zscore(`${prefix}_kq.leases`, tag)).toBeNull();
     expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
+  });
+
+  it('keeps unacked_index and leases skiplists while claims are held, out of every scan by time, and leaves no trace', async () => {
+    // As listpacks (up to 128 short members) every claim's ZADD scanned the whole set.
+    await channel.declareQueue(new Queue('pinned'));
+    for (const n of [1, 2, 3]) await channel.publish('', 'pinned', message(`m${n}`));
+    const held: Delivery[] = [];
+    const consumer = await channel.consume({ queues: ['pinned'], prefetch: 10, onMessage: (delivery) => void held.push(delivery) });
+    await waitFor(() => held.length === 3);
+    for (const key of ['unacked_index', '_kq.leases']) {
+      expect(await redis.call('OBJECT', 'ENCODING', `${prefix}${key}`), key).toBe('skiplist');
+      expect(await redis.zscore(`${prefix}${key}`, SKIPLIST_PIN), key).toBe('inf');
+    }
+    // Kombu's restore_visible asks for members older than now - visibility_timeout; even a ceiling far in the future
+    // finds only the three deliveries.
+    const visible = await redis.zrevrangebyscore(`${prefix}unacked_index`, Date.now() / 1000 + 1e9, 0);
+    expect(visible.sort()).toEqual(held.map((delivery) => delivery.deliveryInfo.deliveryTag).sort());
+    for (const delivery of held) await delivery.ack();
+    await consumer.cancel();
+    expect(await redis.exists(`${prefix}unacked_index`, `${prefix}_kq.leases`)).toBe(0);
   });
 
   it('records exchange and routing key for any JSON layout, escaped as Python escapes them', async () => {
