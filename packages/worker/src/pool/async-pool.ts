@@ -3,12 +3,16 @@ import type { Pool, PoolJob } from './pool';
 
 /**
  * Runs task functions on the event loop, at most `limit` at a time, oldest first. Nothing is written to a busy
- * slot, so a short task never waits behind a long one while a slot is free (Celery's `fair` strategy).
+ * slot, so a short task never waits behind a long one while a slot is free (Celery's `fair` strategy). A slot is
+ * free again once its job releases it (the result is stored), not when the ack lands, as a child is in child pools.
  */
 export class AsyncPool implements Pool {
   readonly name = 'async';
   #limit: number;
+  /** Slots taken: jobs that started and have not released their slot. */
   #active = 0;
+  /** Jobs that started and have not ended (released ones included: their ack may still be on its way). */
+  #unfinished = 0;
   readonly #waiting: PoolJob[] = [];
   #idleWaiters: Array<() => void> = [];
 
@@ -56,7 +60,7 @@ export class AsyncPool implements Pool {
   }
 
   drained(): Promise<void> {
-    if (this.#active === 0 && this.#waiting.length === 0) return Promise.resolve();
+    if (this.#unfinished === 0 && this.#waiting.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
@@ -72,12 +76,20 @@ export class AsyncPool implements Pool {
     while (this.#active < this.#limit && this.#waiting.length > 0) {
       const job = this.#waiting.shift() as PoolJob;
       this.#active++;
-      void job()
+      this.#unfinished++;
+      let held = true;
+      const release = (): void => {
+        if (!held) return;
+        held = false;
+        this.#active--;
+        this.#pump();
+      };
+      void job(release)
         .catch(() => undefined)
         .finally(() => {
-          this.#active--;
-          this.#pump();
-          if (this.#active === 0 && this.#waiting.length === 0) {
+          release();
+          this.#unfinished--;
+          if (this.#unfinished === 0 && this.#waiting.length === 0) {
             const waiters = this.#idleWaiters;
             this.#idleWaiters = [];
             for (const resolve of waiters) resolve();

@@ -34,6 +34,9 @@ export interface ChildPoolOptions {
   stopTimeout?: number;
 }
 
+/** The child is freed when its run ends (`#release`): a job's own release has nothing more to free. */
+const NO_RELEASE = (): void => undefined;
+
 /**
  * Runs each task in a child — a worker thread or a child process that imported the app module itself — one task
  * per child at a time (Celery's prefork AsyncPool). With `fair`, a job goes to a child only when that child is
@@ -227,7 +230,7 @@ export class ChildPool implements Pool {
     child.binding = binding;
     this.#active++;
     void this.#bindings
-      .run(binding, job)
+      .run(binding, job, NO_RELEASE)
       .catch(() => undefined)
       .finally(() => {
         this.#release(binding);

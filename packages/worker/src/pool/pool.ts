@@ -1,7 +1,12 @@
 import type { TaskContext } from '../task-context';
 
-/** A unit of work handed to a pool: runs a task request to completion (it never rejects). */
-export type PoolJob = () => Promise<void>;
+/**
+ * A unit of work handed to a pool: runs a task request to completion (it never rejects). A job may call `release`
+ * once what needs its slot is done (the async pool: the task ran and its result is stored), so the next job starts
+ * while this one's ack is still on its way; until the job ends the pool counts it (`drained`). A job that never
+ * calls it holds its slot to the end. Child pools free the child when the run ends, so for them it frees nothing more.
+ */
+export type PoolJob = (release: () => void) => Promise<void>;
 
 /** Where task functions run: the event loop, worker threads, or child processes (`kq worker --pool`). */
 export type PoolKind = 'async' | 'threads' | 'processes';

@@ -127,8 +127,11 @@ export class Request {
     };
   }
 
-  /** Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. */
-  async execute(): Promise<void> {
+  /**
+   * Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. `release` frees
+   * the slot once the result is stored and callbacks are sent, so the next task does not wait for this one's ack.
+   */
+  async execute(release: () => void = NO_RELEASE): Promise<void> {
     const { worker } = this;
     if (this.isRevoked()) {
       await this.discardRevoked();
@@ -153,6 +156,7 @@ export class Request {
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
       if (this.message.callbacks?.length || this.message.chain?.length) await this.#sendCallbacks(value);
+      release();
       if (this.acksLate) await this.#settle('ack');
     } catch (error) {
       outcome = await this.#handleError(error);
@@ -419,6 +423,8 @@ export class Request {
     };
   }
 }
+
+const NO_RELEASE = (): void => undefined;
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);

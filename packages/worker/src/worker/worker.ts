@@ -378,7 +378,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       setTimeout(() => this.#reserve(request), wait * 1000).unref();
       return;
     }
-    this.pool.apply(() => request.execute());
+    this.pool.apply((release) => request.execute(release));
   }
 
   #bucket(name: string): TokenBucket | null {
