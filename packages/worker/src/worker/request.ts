@@ -131,7 +131,7 @@ export class Request {
    * Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. `release` frees
    * the slot once the result is stored and callbacks are sent, so the next task does not wait for this one's ack.
    */
-  async execute(release: () => void = NO_RELEASE): Promise<void> {
+  async execute(release: () => void): Promise<void> {
     const { worker } = this;
     if (this.isRevoked()) {
       await this.discardRevoked();
@@ -423,8 +423,6 @@ export class Request {
     };
   }
 }
-
-const NO_RELEASE = (): void => undefined;
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
