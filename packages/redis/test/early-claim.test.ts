@@ -31,15 +31,21 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
   const { prefix, children } = fixture;
   const transport = (name: string, options: RedisTransportOptions = {}): RedisTransport => fixture.transport({ connectionName: name, ...options });
 
-  it('are recorded in unacked before their ack is applied, and in order with the rest of their batch', async () => {
+  /** A consumer of `queue` (declared here) on its own transport, once it is blocked in BRPOP waiting for a message. */
+  async function blockedConsumer(queue: string, prefetch: number) {
     const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
     const consumerSide = transport(name);
-    const publisher = transport(`${name}-pub`);
     const channel = await consumerSide.createChannel();
-    await channel.declareQueue(new Queue('wake'));
+    await channel.declareQueue(new Queue(queue));
     const received: Delivery[] = [];
-    const consumer = await channel.consume({ queues: ['wake'], prefetch: 10, onMessage: (delivery) => received.push(delivery) });
+    const consumer = await channel.consume({ queues: [queue], prefetch, onMessage: (delivery) => received.push(delivery) });
     await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
+    return { name, consumerSide, channel, consumer, received };
+  }
+
+  it('are recorded in unacked before their ack is applied, and in order with the rest of their batch', async () => {
+    const { name, consumerSide, consumer, received } = await blockedConsumer('wake', 10);
+    const publisher = transport(`${name}-pub`);
     const pubChannel = await publisher.createChannel();
     await Promise.all(['a', 'b', 'c'].map((text) => pubChannel.publish('', 'wake', message(text))));
     await waitFor(() => received.length === 3, 5000, 'three deliveries');
@@ -57,13 +63,7 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
   });
 
   it('go back to their queue, redelivered, when the channel closes before they are settled', async () => {
-    const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
-    const consumerSide = transport(name);
-    const channel = await consumerSide.createChannel();
-    await channel.declareQueue(new Queue('wake-close'));
-    const received: Delivery[] = [];
-    await channel.consume({ queues: ['wake-close'], prefetch: 1, onMessage: (delivery) => received.push(delivery) });
-    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
+    const { channel, received } = await blockedConsumer('wake-close', 1);
     await fixture.redis.lpush(`${prefix}wake-close`, envelope('kept', randomUUID()));
     await waitFor(() => received.length === 1, 5000, 'the delivery');
     await channel.close();
@@ -74,13 +74,7 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
   });
 
   it('are quarantined when kq cannot read them, whether or not the claim script could', async () => {
-    const name = `kqtest-early-${randomUUID().slice(0, 8)}`;
-    const consumerSide = transport(name);
-    const channel = await consumerSide.createChannel();
-    await channel.declareQueue(new Queue('wake-bad'));
-    const received: Delivery[] = [];
-    await channel.consume({ queues: ['wake-bad'], prefetch: 5, onMessage: (delivery) => received.push(delivery) });
-    await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to block in BRPOP');
+    const { name, received } = await blockedConsumer('wake-bad', 5);
     // The script finds a tag in this one (so it records it) but its body is no string: kq cannot make a message of it.
     const tag = randomUUID();
     await fixture.redis.lpush(`${prefix}wake-bad`, envelope('x', tag).replace(/"body": "[^"]*"/, '"body": 5'));
