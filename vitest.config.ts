@@ -9,6 +9,7 @@ export default defineConfig({
     alias: {
       '@kq/core': src('./packages/core/src/index.ts'),
       '@kq/redis': src('./packages/redis/src/index.ts'),
+      '@kq/postgres': src('./packages/postgres/src/index.ts'),
       '@kq/amqp': src('./packages/amqp/src/index.ts'),
       '@kq/worker': src('./packages/worker/src/index.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),

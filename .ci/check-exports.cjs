@@ -3,7 +3,7 @@ const { createRequire } = require('node:module');
 const path = require('node:path');
 
 // (@kq/test-harness imports vitest when loaded; the test run itself exercises it.)
-const packages = ['@kq/core', '@kq/redis', '@kq/amqp', '@kq/worker'];
+const packages = ['@kq/core', '@kq/redis', '@kq/amqp', '@kq/postgres', '@kq/worker'];
 // Resolve from a workspace package that depends on all of them.
 const requireFrom = createRequire(path.join(__dirname, '..', 'examples', 'quickstart', 'package.json'));
 

@@ -1,13 +1,14 @@
 import { connect } from 'node:net';
 
-export type BrokerKind = 'redis' | 'amqp';
+export type BrokerKind = 'redis' | 'amqp' | 'postgres';
 
-const DEFAULT_PORTS: Record<BrokerKind, number> = { redis: 6379, amqp: 5672 };
+const DEFAULT_PORTS: Record<BrokerKind, number> = { redis: 6379, amqp: 5672, postgres: 5432 };
 
-/** The broker URLs tests use: `KQ_REDIS_URL` / `KQ_AMQP_URL`, else the local defaults. */
+/** The broker URLs tests use: `KQ_REDIS_URL` / `KQ_AMQP_URL` / `KQ_POSTGRES_URL`, else the local defaults. */
 export const brokerUrls = {
   redis: process.env['KQ_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
   amqp: process.env['KQ_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672',
+  postgres: process.env['KQ_POSTGRES_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/test',
 } as const;
 
 /**

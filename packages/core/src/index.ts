@@ -15,7 +15,7 @@ export {
   type MessageProperties,
   type OutgoingMessage,
 } from './message';
-export { Exchange, type ExchangeOptions, type ExchangeType } from './exchange';
+export { Exchange, stableJson, type ExchangeOptions, type ExchangeType } from './exchange';
 export { Queue, type QueueOptions, type QueueType } from './queue';
 export { Binding } from './binding';
 export { routeMessage, topicMatches, headersMatch, kombuTopicPattern, type BindingRecord } from './routing';
@@ -75,6 +75,26 @@ export { randomUuid } from './random-uuid';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
 export { comparePythonStrings } from './python-string-order';
+export {
+  pyJson,
+  pyString,
+  parseDocument,
+  writeDocument,
+  documentValue,
+  member,
+  setMember,
+  TRUE_NODE,
+  JsonSyntaxError,
+  type JsonNode,
+} from './python-json';
+export {
+  encodeEnvelope,
+  decodeEnvelope,
+  markRedelivered,
+  envelopePriority,
+  MalformedEnvelope,
+  type DecodeContext,
+} from './virtual/kombu-envelope';
 export { Mailbox, type BroadcastOptions, type MailboxOptions, type MailboxReply, type MailboxRequest } from './mailbox/mailbox';
 export { MailboxNode, NO_REPLY, type MailboxHandler, type MailboxNodeEvents, type MailboxRequestContext } from './mailbox/mailbox-node';
 export { matchNode, globToRegExp, type NodeMatcher } from './mailbox/node-matcher';

@@ -82,6 +82,21 @@ export class Queue {
     return this.bindings[0]?.routingKey;
   }
 
+  /** The declaration's options without its bindings: what a store keeps to declare the same queue elsewhere. */
+  toOptions(): QueueOptions {
+    const options: QueueOptions = { durable: this.durable, exclusive: this.exclusive, autoDelete: this.autoDelete };
+    if (this.maxPriority !== undefined) options.maxPriority = this.maxPriority;
+    if (this.messageTtl !== undefined) options.messageTtl = this.messageTtl;
+    if (this.expires !== undefined) options.expires = this.expires;
+    if (this.deadLetterExchange !== undefined) options.deadLetterExchange = this.deadLetterExchange;
+    if (this.deadLetterRoutingKey !== undefined) options.deadLetterRoutingKey = this.deadLetterRoutingKey;
+    if (this.maxLength !== undefined) options.maxLength = this.maxLength;
+    if (this.maxLengthBytes !== undefined) options.maxLengthBytes = this.maxLengthBytes;
+    if (this.queueType !== undefined) options.queueType = this.queueType;
+    if (Object.keys(this.extraArguments).length > 0) options.arguments = { ...this.extraArguments };
+    return options;
+  }
+
   /** The AMQP queue arguments (`x-*`) these options stand for; integers as RabbitMQ wants them. */
   toArguments(): Record<string, unknown> {
     const args: Record<string, unknown> = {};

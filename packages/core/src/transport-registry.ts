@@ -27,6 +27,9 @@ const registry = new Map<string, RegistryEntry>([
   ['sentinel', { packageName: '@kq/redis' }],
   ['amqp', { packageName: '@kq/amqp' }],
   ['amqps', { packageName: '@kq/amqp' }],
+  ['postgresql', { packageName: '@kq/postgres' }],
+  ['postgres', { packageName: '@kq/postgres' }],
+  ['sqla+postgresql', { packageName: '@kq/postgres' }],
 ]);
 
 /**

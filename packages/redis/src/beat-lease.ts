@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ExchangeNotFound, KqError, routeMessage, type OutgoingMessage, type StoredMessage } from '@kq/core';
 import type { Redis } from 'ioredis';
-import { encodeEnvelope } from './envelope';
+import { encodeEnvelope } from '@kq/core';
 import { LuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 

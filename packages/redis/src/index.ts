@@ -9,11 +9,11 @@ export type { RedisTransportOptions, RedisTransportLogger } from './redis-option
 export { RedisStore, type RedisClaim, type RedisStoreStats } from './redis-store';
 export { RedisFanoutBus } from './redis-fanout-bus';
 export { KeyLayout, KOMBU_SEP, DEFAULT_KEY_NAMES, type KeyNames, type ListKey, type BindingMember } from './key-layout';
-export { encodeEnvelope, decodeEnvelope, markRedelivered, envelopePriority, MalformedEnvelope } from './envelope';
+export { encodeEnvelope, decodeEnvelope, markRedelivered, envelopePriority, MalformedEnvelope } from '@kq/core';
 export { InferredExchange } from './inferred-exchange';
 export { parseBrokerUrl, type RedisEndpoint } from './broker-url';
 export { quarantineRecord, type QuarantineEntry } from './quarantine';
-export { pyJson, pyString } from './python-json';
+export { pyJson, pyString } from '@kq/core';
 export {
   RedisBeatLease,
   createBeatLease,

@@ -1,4 +1,4 @@
-import { pyJson } from './python-json';
+import { pyJson } from '@kq/core';
 
 /** What the quarantine list keeps of an envelope kq could not read or route (nothing is ever just dropped). */
 export interface QuarantineEntry {

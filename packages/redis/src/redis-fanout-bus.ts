@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FanoutBus, StoredMessage } from '@kq/core';
 import type { Redis } from 'ioredis';
-import { MalformedEnvelope, decodeEnvelope, encodeEnvelope } from './envelope';
+import { MalformedEnvelope, decodeEnvelope, encodeEnvelope } from '@kq/core';
 import type { KeyLayout } from './key-layout';
 
 type Listener = (message: StoredMessage) => void;

@@ -15,7 +15,7 @@ import {
 import { Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
 import { LuaScript } from './lua-script';
-import { documentValue, parseDocument, pyJson } from './python-json';
+import { documentValue, parseDocument, pyJson } from '@kq/core';
 
 /** Options of the Redis result backend. Celery's names (`global_keyprefix`, ...) are accepted by `createResultBackend`. */
 export interface RedisResultBackendOptions {

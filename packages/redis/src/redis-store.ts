@@ -20,7 +20,7 @@ import { PushBatcher } from './push-batcher';
 import { BlockingPool } from './blocking-pool';
 import type { ConnectionFactory } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
-import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from './envelope';
+import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
 import { InferredExchange } from './inferred-exchange';
 import type { KeyLayout } from './key-layout';
 import { LeaseKeeper } from './lease-keeper';

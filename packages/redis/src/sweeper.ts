@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { priorityStep } from '@kq/core';
 import type { Redis } from 'ioredis';
-import { envelopePriority, markRedelivered } from './envelope';
+import { envelopePriority, markRedelivered } from '@kq/core';
 import type { KeyLayout } from './key-layout';
 import { LEASE_RESTORE, LEASE_SCAN, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
-import { parseDocument, documentValue, member, writeDocument, type JsonNode } from './python-json';
+import { parseDocument, documentValue, member, writeDocument, type JsonNode } from '@kq/core';
 import { quarantineRecord } from './quarantine';
 
 /** Expired leases handled per script call. */

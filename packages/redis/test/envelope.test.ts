@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { priorityStep, type StoredMessage } from '@kq/core';
 import { describe, expect, it } from 'vitest';
-import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, envelopePriority, markRedelivered } from '../src/envelope';
+import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, envelopePriority, markRedelivered } from '@kq/core';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout } from '../src/key-layout';
-import { pyJson } from '../src/python-json';
+import { pyJson } from '@kq/core';
 import { capture, loadCaptures } from './helpers/monitor';
 
 const PYTHON = '/usr/bin/python3';

@@ -178,7 +178,7 @@ describe.skipIf(!up || !canRunServer)('reconnect after a Redis restart', () => {
     await startServer();
     // Lua scripts are gone from the restarted server: EVALSHA falls back to EVAL.
     const publisher = new Redis({ port, host: '127.0.0.1' });
-    const { encodeEnvelope } = await import('../src/envelope');
+    const { encodeEnvelope } = await import('@kq/core');
     await publisher.lpush(
       'restart',
       encodeEnvelope({ body: Buffer.from('after restart'), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {}, exchange: '', routingKey: 'restart', deliveryTag: 'restart-tag', redelivered: false }),

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { jsonCodec, type ResultMeta } from '@kq/core';
 import { describe, expect, it } from 'vitest';
 import { decodeResultMeta, encodeResultMeta } from '../src/redis-result-backend';
-import { parseDocument, writeDocument } from '../src/python-json';
+import { parseDocument, writeDocument } from '@kq/core';
 
 // encodeResultMeta re-writes the codec's compact JSON with pyJson(JSON.parse(...)), decodeResultMeta skips the codec
 // when there is no marker: both must give what the document re-writer and the codec give.

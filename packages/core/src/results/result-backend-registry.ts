@@ -17,6 +17,8 @@ const registry = new Map<string, Entry>([
   ['redis', { packageName: '@kq/redis' }],
   ['rediss', { packageName: '@kq/redis' }],
   ['sentinel', { packageName: '@kq/redis' }],
+  ['postgresql', { packageName: '@kq/postgres' }],
+  ['postgres', { packageName: '@kq/postgres' }],
 ]);
 
 /** Adds the backend for `scheme://` URLs: a factory, or a package exporting `createResultBackend`. */

@@ -1,4 +1,5 @@
-import type { Headers, MessageProperties, StoredMessage } from '@kq/core';
+import type { Headers, MessageProperties } from '../message';
+import type { StoredMessage } from './virtual-store';
 import {
   JsonSyntaxError,
   TRUE_NODE,
@@ -9,7 +10,7 @@ import {
   pyString,
   setMember,
   writeDocument,
-} from './python-json';
+} from '../python-json';
 
 /**
  * The Kombu Redis envelope (WIRE §2.1): one JSON object per message, stored in queue lists, in `unacked` and sent

@@ -1,0 +1,22 @@
+// @kq/postgres — PostgreSQL transport (Kombu's SQLAlchemy tables, SKIP LOCKED claims with leases, LISTEN/NOTIFY)
+// and a PostgreSQL result backend.
+import type { ResultBackendOptions, TransportOptions } from '@kq/core';
+import { PostgresResultBackend } from './postgres-result-backend';
+import { PostgresTransport } from './postgres-transport';
+
+export { PostgresTransport } from './postgres-transport';
+export { PostgresStore, QUARANTINE_HOLDER, type PostgresClaim } from './postgres-store';
+export { PostgresResultBackend, type PostgresResultBackendOptions } from './postgres-result-backend';
+export { connectionStringOf, redactUrl, type PostgresTransportOptions } from './postgres-options';
+export { tableNames, schemaVersion, type TableNames } from './schema';
+
+/** The factory core's transport registry calls for `postgresql://`, `postgres://` and `sqla+postgresql://` URLs. */
+export function createTransport(url: string, options: TransportOptions = {}): PostgresTransport {
+  return new PostgresTransport(url, options);
+}
+
+/** The factory core's result-backend registry calls for the same schemes. */
+export function createResultBackend(url: string, options: ResultBackendOptions = {}): PostgresResultBackend {
+  const table = options['resultTable'] ?? options['result_table'];
+  return new PostgresResultBackend(url, typeof table === 'string' ? { table } : {});
+}

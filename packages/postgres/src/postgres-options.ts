@@ -1,0 +1,85 @@
+import { KqError } from '@kq/core';
+
+export interface PostgresTransportOptions {
+  /** Kombu's `queue_tablename` (default `kombu_queue`); `queue_tablename` is accepted too. */
+  queueTable?: string;
+  /** Kombu's `message_tablename` (default `kombu_message`); `message_tablename` is accepted too. */
+  messageTable?: string;
+  /** How long a claim stays ours without a heartbeat; a crashed consumer's deliveries return after it. Default 30 000. */
+  leaseMs?: number;
+  /** Heartbeat period of held deliveries. Default leaseMs / 3. */
+  leaseRenewIntervalMs?: number;
+  /** How often an open store returns expired leases to their queues. Default min(leaseMs / 2, 5000). */
+  sweepIntervalMs?: number;
+  /** Longest a consumer waits in one claim before looking again (NOTIFY normally wakes it sooner). Default 1000. */
+  pollIntervalMs?: number;
+  /** Most messages one claim takes. Default 64. */
+  batchSize?: number;
+  /** Connections in the pool for statements (one more is kept for LISTEN). Default 4. */
+  poolSize?: number;
+  /** Priority steps (Kombu's `priority_steps`). */
+  prioritySteps?: readonly number[];
+  /** Where kq reports what it could not do quietly (a failed sweep, a lost listener). Default `console`. */
+  logger?: { warn(message: string): void };
+}
+
+export interface ResolvedPostgresOptions {
+  connectionString: string;
+  queueTable: string;
+  messageTable: string;
+  leaseMs: number;
+  leaseRenewIntervalMs: number;
+  sweepIntervalMs: number;
+  pollIntervalMs: number;
+  batchSize: number;
+  poolSize: number;
+  logger: { warn(message: string): void };
+}
+
+/**
+ * `postgresql://`, `postgres://`, and SQLAlchemy's forms `sqla+postgresql://` and `postgresql+psycopg2://` (so a
+ * Celery `broker_url` copies across unchanged) become a node-postgres connection string.
+ */
+export function connectionStringOf(url: string): string {
+  const match = /^(?:sqla\+)?(postgres(?:ql)?)(?:\+[a-z0-9_]+)?:\/\//i.exec(url);
+  if (!match) {
+    throw new KqError(
+      `${JSON.stringify(redactUrl(url))} is not a PostgreSQL URL; use postgresql://user:password@host:5432/database ` +
+        `(sqla+postgresql:// and postgres:// are accepted too).`,
+    );
+  }
+  return `postgresql://${url.slice(match[0].length)}`;
+}
+
+/** The URL with its password replaced by `***`, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
+}
+
+export function resolveOptions(url: string, options: PostgresTransportOptions & Record<string, unknown>): ResolvedPostgresOptions {
+  const leaseMs = positive(options.leaseMs, 'leaseMs') ?? 30_000;
+  return {
+    connectionString: connectionStringOf(url),
+    queueTable: text(options.queueTable ?? options['queue_tablename']) ?? 'kombu_queue',
+    messageTable: text(options.messageTable ?? options['message_tablename']) ?? 'kombu_message',
+    leaseMs,
+    leaseRenewIntervalMs: positive(options.leaseRenewIntervalMs, 'leaseRenewIntervalMs') ?? Math.max(1, Math.floor(leaseMs / 3)),
+    sweepIntervalMs: positive(options.sweepIntervalMs, 'sweepIntervalMs') ?? Math.min(Math.floor(leaseMs / 2), 5000),
+    pollIntervalMs: positive(options.pollIntervalMs, 'pollIntervalMs') ?? 1000,
+    batchSize: positive(options.batchSize, 'batchSize') ?? 64,
+    poolSize: positive(options.poolSize, 'poolSize') ?? 4,
+    logger: options.logger ?? { warn: (message) => console.warn(message) },
+  };
+}
+
+function positive(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new KqError(`The PostgreSQL transport option ${name} must be a positive number of milliseconds, got ${String(value)}.`);
+  }
+  return value;
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}

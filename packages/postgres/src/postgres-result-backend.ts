@@ -1,0 +1,157 @@
+import {
+  OperationTimeout,
+  isReadyState,
+  type ResultBackend,
+  type ResultMeta,
+  type StoreResultOptions,
+  type WaitForResultOptions,
+} from '@kq/core';
+import pg from 'pg';
+import { NotificationListener } from './notification-listener';
+import { connectionStringOf } from './postgres-options';
+
+export interface PostgresResultBackendOptions {
+  /** The results table (default `kq_result`). */
+  table?: string;
+  /** Connections in the pool (one more is kept for LISTEN). Default 2. */
+  poolSize?: number;
+  logger?: { warn(message: string): void };
+}
+
+/** How often a backend deletes expired results (each backend, at most). */
+const EXPIRY_SWEEP_MS = 60_000;
+
+/**
+ * Task results in PostgreSQL: one row per task holding the Celery result meta as JSON (the fields and states
+ * Python's backends store), an expiry, and a NOTIFY when a task is ready, so `get()` is pushed, never polled. A
+ * stored SUCCESS is never overwritten by a later non-success state (Celery's rule).
+ */
+export class PostgresResultBackend implements ResultBackend {
+  readonly name = 'postgres';
+  readonly pushes = true;
+  readonly table: string;
+  readonly #channel: string;
+  readonly #pool: pg.Pool;
+  readonly #listener: NotificationListener;
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #ready: Promise<void> | undefined;
+  #lastExpirySweep = 0;
+
+  constructor(url: string, options: PostgresResultBackendOptions = {}) {
+    this.table = options.table ?? 'kq_result';
+    if (!/^[a-z_][a-z0-9_]{0,50}$/.test(this.table)) throw new TypeError(`Result table name ${JSON.stringify(this.table)} is not a plain lowercase SQL identifier.`);
+    this.#channel = `${this.table}_ready`;
+    const connectionString = connectionStringOf(url);
+    const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
+    this.#pool = new pg.Pool({ connectionString, max: options.poolSize ?? 2 });
+    this.#pool.on('error', (error) => logger.warn(`kq postgres results: idle connection lost: ${error.message}`));
+    this.#listener = new NotificationListener({
+      connectionString,
+      channel: this.#channel,
+      onNotification: (taskId) => this.#wake(taskId),
+      // Missed notifications: every waiter looks again.
+      onLost: () => {
+        for (const taskId of [...this.#waiters.keys()]) this.#wake(taskId);
+      },
+      logger,
+    });
+  }
+
+  async store(meta: ResultMeta, options: StoreResultOptions = {}): Promise<void> {
+    await this.#open();
+    const expiresMs = options.expiresMs ?? 86_400_000;
+    await this.#pool.query(
+      `WITH stored AS (
+         INSERT INTO ${this.table} (task_id, status, meta, expires_at)
+         VALUES ($1, $2, $3, CASE WHEN $4::float8 > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END)
+         ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, meta = EXCLUDED.meta, expires_at = EXCLUDED.expires_at
+         WHERE ${this.table}.status <> 'SUCCESS' OR EXCLUDED.status = 'SUCCESS'
+         RETURNING task_id)
+       SELECT pg_notify($5, task_id) FROM stored WHERE $6`,
+      [meta.task_id, meta.status, JSON.stringify(meta), expiresMs, this.#channel, isReadyState(meta.status)],
+    );
+    if (Date.now() - this.#lastExpirySweep > EXPIRY_SWEEP_MS) {
+      this.#lastExpirySweep = Date.now();
+      void this.#pool.query(`DELETE FROM ${this.table} WHERE expires_at < now()`).catch(() => undefined);
+    }
+  }
+
+  async get(taskId: string): Promise<ResultMeta | null> {
+    await this.#open();
+    const { rows } = await this.#pool.query<{ meta: string }>(
+      `SELECT meta FROM ${this.table} WHERE task_id = $1 AND (expires_at IS NULL OR expires_at > now())`,
+      [taskId],
+    );
+    const row = rows[0];
+    return row ? (JSON.parse(row.meta) as ResultMeta) : null;
+  }
+
+  async waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
+    await this.#open();
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    // Registered before the first look, so a result stored between the look and the wait still wakes us.
+    let woken = false;
+    let wake: (() => void) | undefined;
+    const waiter = (): void => {
+      woken = true;
+      wake?.();
+    };
+    const waiters = this.#waiters.get(taskId) ?? new Set();
+    waiters.add(waiter);
+    this.#waiters.set(taskId, waiters);
+    try {
+      for (;;) {
+        woken = false;
+        const meta = await this.get(taskId);
+        if (meta && isReadyState(meta.status)) return meta;
+        if (options.signal?.aborted) throw new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`);
+        if (woken) continue;
+        await new Promise<void>((resolve) => {
+          const timer = Number.isFinite(left) ? setTimeout(done, left) : undefined;
+          function done(): void {
+            if (timer) clearTimeout(timer);
+            options.signal?.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          }
+          wake = done;
+          options.signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      waiters.delete(waiter);
+      if (waiters.size === 0) this.#waiters.delete(taskId);
+    }
+  }
+
+  async forget(taskId: string): Promise<void> {
+    await this.#open();
+    await this.#pool.query(`DELETE FROM ${this.table} WHERE task_id = $1`, [taskId]);
+  }
+
+  async close(): Promise<void> {
+    await this.#listener.stop();
+    await this.#pool.end();
+  }
+
+  #open(): Promise<void> {
+    this.#ready ??= (async () => {
+      await this.#pool.query(
+        `CREATE TABLE IF NOT EXISTS ${this.table} (
+           task_id TEXT PRIMARY KEY, status TEXT NOT NULL, meta TEXT NOT NULL, expires_at TIMESTAMPTZ)`,
+      );
+      await this.#pool.query(`CREATE INDEX IF NOT EXISTS ${this.table}_expires ON ${this.table} (expires_at) WHERE expires_at IS NOT NULL`);
+      await this.#listener.start();
+    })().catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  #wake(taskId: string): void {
+    for (const waiter of [...(this.#waiters.get(taskId) ?? [])]) waiter();
+  }
+}

@@ -1,0 +1,427 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Exchange,
+  MalformedEnvelope,
+  Queue,
+  StaleDeliveryError,
+  decodeEnvelope,
+  encodeEnvelope,
+  stableJson,
+  type BindingRecord,
+  type Claim,
+  type ClaimOptions,
+  type ExchangeOptions,
+  type QueueOptions,
+  type RestoreOptions,
+  type StoredMessage,
+  type VirtualStore,
+  type VirtualStoreFeatures,
+} from '@kq/core';
+import pg from 'pg';
+import { AckBatcher } from './ack-batcher';
+import { ReadyListener } from './ready-listener';
+import type { ResolvedPostgresOptions } from './postgres-options';
+import { migrate, tableNames, type TableNames } from './schema';
+import { claimStatement, type ClaimRow } from './claim-statement';
+
+/** A claim on a row: its id, and the claim token that fences a settle after the lease was taken back. */
+export interface PostgresClaim extends Claim {
+  readonly id: number;
+  readonly token: string;
+}
+
+/** Rows marked by a claim whose envelope could not be read: left in place, invisible, for a person to inspect. */
+export const QUARANTINE_HOLDER = 'quarantined';
+
+/**
+ * The `VirtualStore` on PostgreSQL, over Kombu's SQLAlchemy tables (`kombu_queue`, `kombu_message`). Python Celery
+ * on `sqla+postgresql://` and kq share queues both ways: a message is a row whose payload is Kombu's JSON envelope,
+ * read in Kombu's order. What kq adds lives in extra columns Kombu never reads:
+ * - claims take rows with `FOR UPDATE SKIP LOCKED` in batches, fairly across queues and lowest priority step first;
+ * - a claim holds a lease renewed by a heartbeat; an expired one is returned to its queue by any kq process (Kombu's
+ *   transport marks rows invisible and never brings them back if its process dies);
+ * - a settle names its claim token, so a claim that was taken back cannot be acked (`StaleDeliveryError`);
+ * - delayed messages wait invisible with a due time and are promoted in SQL;
+ * - a trigger NOTIFYs on every ready row, so idle consumers wake at once, for Python's inserts too.
+ */
+export class PostgresStore implements VirtualStore {
+  readonly features: VirtualStoreFeatures = {
+    priorities: true,
+    delayedDelivery: true,
+    crashRecovery: true,
+    fanout: 'queued',
+  };
+  readonly tables: TableNames;
+  /** This store's name in `kq_holder`: the heartbeat renews every lease it holds in one statement. */
+  readonly holder = `kq:${randomUUID()}`;
+  readonly #options: ResolvedPostgresOptions;
+  #pool: pg.Pool | undefined;
+  #listener: ReadyListener | undefined;
+  #acks: AckBatcher | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #sweepTimer: NodeJS.Timeout | undefined;
+  /** Claims handed out and not yet settled: the heartbeat runs while there are any. */
+  #held = 0;
+  /** Epoch ms of the earliest delayed message known to be waiting (0: look now). */
+  #nextDueAt = 0;
+
+  constructor(options: ResolvedPostgresOptions) {
+    this.#options = options;
+    this.tables = tableNames(options.queueTable, options.messageTable);
+  }
+
+  get pool(): pg.Pool {
+    if (!this.#pool) throw new StaleDeliveryError('The PostgreSQL store is closed.');
+    return this.#pool;
+  }
+
+  async open(): Promise<void> {
+    const pool = new pg.Pool({ connectionString: this.#options.connectionString, max: this.#options.poolSize });
+    // An idle pooled connection the server dropped must not crash the process; the next query reconnects.
+    pool.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
+    try {
+      const client = await pool.connect();
+      try {
+        await migrate(client, this.tables);
+      } finally {
+        client.release();
+      }
+      this.#listener = new ReadyListener({
+        connectionString: this.#options.connectionString,
+        channel: this.tables.readyChannel,
+        onDue: (dueAt) => {
+          this.#nextDueAt = Math.min(this.#nextDueAt || dueAt, dueAt);
+        },
+        logger: this.#options.logger,
+      });
+      await this.#listener.start();
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    this.#pool = pool;
+    this.#acks = new AckBatcher(pool, this.tables);
+    this.#sweepTimer = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs);
+    this.#sweepTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#stopTimers();
+    await this.#acks?.flush();
+    await this.#listener?.stop();
+    const pool = this.#pool;
+    this.#pool = undefined;
+    await pool?.end();
+  }
+
+  /** Stops heartbeats and drops the connections without settling anything: a crashed process, for tests. */
+  terminate(): void {
+    this.#stopTimers();
+    void this.#listener?.stop();
+    const pool = this.#pool;
+    this.#pool = undefined;
+    void pool?.end().catch(() => undefined);
+  }
+
+  // ——— exchanges and bindings (kept in kq's tables so every process routes alike) ———
+
+  async declareExchange(exchange: Exchange): Promise<void> {
+    const declaration: ExchangeOptions = {
+      type: exchange.type,
+      durable: exchange.durable,
+      autoDelete: exchange.autoDelete,
+      internal: exchange.internal,
+      arguments: { ...exchange.arguments },
+    };
+    if (exchange.deliveryMode !== undefined) declaration.deliveryMode = exchange.deliveryMode;
+    await this.pool.query(`INSERT INTO ${this.tables.exchange} (name, declaration) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [
+      exchange.name,
+      JSON.stringify(declaration),
+    ]);
+  }
+
+  async lookupExchange(name: string): Promise<Exchange | undefined> {
+    const { rows } = await this.pool.query<{ declaration: string }>(`SELECT declaration FROM ${this.tables.exchange} WHERE name = $1`, [name]);
+    const row = rows[0];
+    return row ? new Exchange(name, JSON.parse(row.declaration) as ExchangeOptions) : undefined;
+  }
+
+  async deleteExchange(name: string): Promise<void> {
+    await this.pool.query(
+      `WITH gone AS (DELETE FROM ${this.tables.binding} WHERE exchange = $1) DELETE FROM ${this.tables.exchange} WHERE name = $1`,
+      [name],
+    );
+  }
+
+  async addBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.tables.binding} (exchange, queue, routing_key, arguments) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      [exchange, binding.queue, binding.routingKey, stableJson(binding.arguments)],
+    );
+  }
+
+  async removeBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    await this.pool.query(`DELETE FROM ${this.tables.binding} WHERE exchange = $1 AND queue = $2 AND routing_key = $3 AND arguments = $4`, [
+      exchange,
+      binding.queue,
+      binding.routingKey,
+      stableJson(binding.arguments),
+    ]);
+  }
+
+  async listBindings(exchange: string): Promise<readonly BindingRecord[]> {
+    const { rows } = await this.pool.query<{ queue: string; routing_key: string; arguments: string }>(
+      `SELECT queue, routing_key, arguments FROM ${this.tables.binding} WHERE exchange = $1`,
+      [exchange],
+    );
+    return rows.map((row) => ({ queue: row.queue, routingKey: row.routing_key, arguments: JSON.parse(row.arguments) as Record<string, unknown> }));
+  }
+
+  // ——— queues ———
+
+  async declareQueue(queue: Queue): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.tables.queue} (id, name, kq_declaration) VALUES (nextval('queue_id_sequence'), $1, $2)
+       ON CONFLICT (name) DO UPDATE SET kq_declaration = EXCLUDED.kq_declaration`,
+      [queue.name, JSON.stringify(queue.toOptions())],
+    );
+  }
+
+  async lookupQueue(name: string): Promise<Queue | undefined> {
+    const { rows } = await this.pool.query<{ kq_declaration: string | null }>(`SELECT kq_declaration FROM ${this.tables.queue} WHERE name = $1`, [name]);
+    const row = rows[0];
+    if (!row) return undefined;
+    // A queue Kombu created has no kq declaration: it is a plain durable queue.
+    return new Queue(name, row.kq_declaration ? (JSON.parse(row.kq_declaration) as QueueOptions) : {});
+  }
+
+  async queueExists(name: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(`SELECT 1 FROM ${this.tables.queue} WHERE name = $1`, [name]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async deleteQueue(name: string): Promise<number> {
+    const t = this.tables;
+    // One statement: the foreign key (NO ACTION) is checked at its end, when the messages are gone too.
+    const { rows } = await this.pool.query<{ ready: string }>(
+      `WITH q AS (SELECT id FROM ${t.queue} WHERE name = $1),
+            gone AS (DELETE FROM ${t.message} WHERE queue_id IN (SELECT id FROM q) RETURNING visible),
+            unbound AS (DELETE FROM ${t.binding} WHERE queue = $1),
+            dropped AS (DELETE FROM ${t.queue} WHERE id IN (SELECT id FROM q))
+       SELECT count(*) FILTER (WHERE visible) AS ready FROM gone`,
+      [name],
+    );
+    return Number(rows[0]?.ready ?? 0);
+  }
+
+  async purgeQueue(name: string): Promise<number> {
+    const t = this.tables;
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM ${t.message} WHERE visible AND queue_id = (SELECT id FROM ${t.queue} WHERE name = $1)`,
+      [name],
+    );
+    return rowCount ?? 0;
+  }
+
+  async queueSize(name: string): Promise<number> {
+    const t = this.tables;
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${t.message} WHERE visible AND queue_id = (SELECT id FROM ${t.queue} WHERE name = $1)`,
+      [name],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  // ——— messages ———
+
+  push(queue: string, message: StoredMessage, priority: number): Promise<void> {
+    return this.#insert(queue, [message], priority, null);
+  }
+
+  pushMany(queue: string, messages: readonly StoredMessage[], priority: number): Promise<void> {
+    return this.#insert(queue, messages, priority, null);
+  }
+
+  async pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {
+    await this.#insert(queue, [message], priority, dueAt);
+    // Every listening store learns the due time, so it promotes the message on time without polling for it.
+    await this.pool.query('SELECT pg_notify($1, $2)', [this.tables.readyChannel, `due:${dueAt}`]);
+    this.#nextDueAt = Math.min(this.#nextDueAt || dueAt, dueAt);
+  }
+
+  /**
+   * Inserts rows as Kombu's `_put` does (creating the queue row when missing, as its `_get_or_create`), with kq's
+   * priority step; a delayed one is invisible until its due time.
+   */
+  async #insert(queue: string, messages: readonly StoredMessage[], priority: number, dueAt: number | null): Promise<void> {
+    if (messages.length === 0) return;
+    const t = this.tables;
+    await this.pool.query(
+      `WITH created AS (
+         INSERT INTO ${t.queue} (id, name) VALUES (nextval('queue_id_sequence'), $1) ON CONFLICT (name) DO NOTHING RETURNING id),
+       q AS (SELECT id FROM created UNION ALL SELECT id FROM ${t.queue} WHERE name = $1)
+       INSERT INTO ${t.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_due_at)
+       SELECT nextval('message_id_sequence'), $4::timestamptz IS NULL, NULL, payload, 1, (SELECT id FROM q LIMIT 1), $3, $4::timestamptz
+       FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n`,
+      [queue, messages.map(encodeEnvelope), priority, dueAt === null ? null : new Date(dueAt)],
+    );
+  }
+
+  async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
+    if (queues.length === 0 || options.signal?.aborted) return [];
+    await this.#promoteIfDue();
+    const generation = this.#listener?.generation ?? 0;
+    const claims = await this.#claimOnce(queues, options);
+    if (claims.length > 0 || options.blockMs <= 0 || !this.#listener) return claims;
+    const dueIn = this.#nextDueAt > 0 ? Math.max(0, this.#nextDueAt - Date.now()) : Infinity;
+    await this.#listener.waitForReady(Math.min(options.blockMs, dueIn), options.signal, generation);
+    if (options.signal?.aborted) return [];
+    await this.#promoteIfDue();
+    return this.#claimOnce(queues, options);
+  }
+
+  async #claimOnce(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
+    const token = randomUUID();
+    const statement = claimStatement(this.tables, options.noAck);
+    const params = options.noAck
+      ? [queues, Math.max(1, options.max)]
+      : [queues, Math.max(1, options.max), this.holder, token, this.#options.leaseMs];
+    const { rows } = await this.pool.query<ClaimRow>(statement, params);
+    // UPDATE … RETURNING has no order: put them back in the order they were picked.
+    rows.sort((a, b) => a.kq_priority - b.kq_priority || Number(a.rn) - Number(b.rn) || Number(a.ord) - Number(b.ord));
+    const claims: PostgresClaim[] = [];
+    for (const row of rows) {
+      let message: StoredMessage;
+      try {
+        message = decodeEnvelope(row.payload, { queue: row.name });
+      } catch (error) {
+        if (!(error instanceof MalformedEnvelope)) throw error;
+        await this.#quarantine(row, error);
+        continue;
+      }
+      if (row.kq_redelivered) message.redelivered = true;
+      claims.push({ queue: row.name, message, id: row.id, token });
+    }
+    if (!options.noAck) this.#hold(claims.length);
+    return claims;
+  }
+
+  async ack(claim: Claim): Promise<void> {
+    const { id, token } = claim as PostgresClaim;
+    const settled = await (this.#acks ?? closed()).ack(id, token);
+    this.#release();
+    if (!settled) throw this.#stale('ack', claim as PostgresClaim);
+  }
+
+  async restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
+    const { id, token } = claim as PostgresClaim;
+    const t = this.tables;
+    // Head: the row keeps the time it was claimed, which sorts before every row never claimed (NULL, last in
+    // Kombu's order). Tail: a fresh id and no time, as if published now.
+    const tail = position === 'tail' ? `, id = nextval('message_id_sequence'), "timestamp" = NULL` : '';
+    const { rowCount } = await this.pool.query(
+      `UPDATE ${t.message} SET visible = true, kq_holder = NULL, kq_claim = NULL, kq_lease_until = NULL,
+         kq_redelivered = kq_redelivered OR $3${tail}
+       WHERE id = $1 AND kq_claim = $2`,
+      [id, token, options.redelivered ?? true],
+    );
+    this.#release();
+    if (!rowCount) throw this.#stale('restore', claim as PostgresClaim);
+  }
+
+  // ——— leases, sweeps, delays ———
+
+  #hold(count: number): void {
+    if (count === 0) return;
+    this.#held += count;
+    if (!this.#renewTimer) {
+      this.#renewTimer = setInterval(() => void this.#renew(), this.#options.leaseRenewIntervalMs);
+      this.#renewTimer.unref();
+    }
+  }
+
+  #release(): void {
+    this.#held = Math.max(0, this.#held - 1);
+    if (this.#held === 0 && this.#renewTimer) {
+      clearInterval(this.#renewTimer);
+      this.#renewTimer = undefined;
+    }
+  }
+
+  /** The heartbeat: one statement extends every lease this store holds. */
+  async #renew(): Promise<void> {
+    try {
+      await this.#pool?.query(
+        `UPDATE ${this.tables.message} SET kq_lease_until = now() + make_interval(secs => $2::float8 / 1000)
+         WHERE kq_holder = $1 AND NOT visible`,
+        [this.holder, this.#options.leaseMs],
+      );
+    } catch (error) {
+      this.#options.logger.warn(`kq postgres: could not renew leases (${describe(error)}); retrying in ${this.#options.leaseRenewIntervalMs} ms`);
+    }
+  }
+
+  /** Returns rows whose lease ran out to the head of their queues, marked redelivered; promotes due delays. */
+  async #sweep(): Promise<void> {
+    try {
+      await this.#pool?.query(
+        `UPDATE ${this.tables.message} SET visible = true, kq_redelivered = true, kq_holder = NULL, kq_claim = NULL, kq_lease_until = NULL
+         WHERE kq_lease_until < now()`,
+      );
+      await this.#promote();
+    } catch (error) {
+      if (this.#pool) this.#options.logger.warn(`kq postgres: lease sweep failed (${describe(error)}); it runs again in ${this.#options.sweepIntervalMs} ms`);
+    }
+  }
+
+  async #promoteIfDue(): Promise<void> {
+    if (this.#nextDueAt <= Date.now()) await this.#promote();
+  }
+
+  /** Makes due delayed rows visible (the trigger wakes consumers) and learns when the next one is due. */
+  async #promote(): Promise<void> {
+    const t = this.tables;
+    const { rows } = await this.pool.query<{ next_in_ms: number | null }>(
+      `WITH promoted AS (UPDATE ${t.message} SET visible = true, kq_due_at = NULL WHERE kq_due_at <= now() RETURNING 1)
+       SELECT (SELECT extract(epoch FROM min(kq_due_at) - now()) * 1000 FROM ${t.message} WHERE kq_due_at > now())::float8 AS next_in_ms,
+              (SELECT count(*) FROM promoted) AS promoted`,
+    );
+    const next = rows[0]?.next_in_ms;
+    // No delayed row left: look again at the next sweep, or sooner when a NOTIFY names a due time.
+    this.#nextDueAt = next === null || next === undefined ? Date.now() + this.#options.sweepIntervalMs : Date.now() + Math.max(1, next);
+  }
+
+  async #quarantine(row: ClaimRow, error: MalformedEnvelope): Promise<void> {
+    this.#options.logger.warn(
+      `kq postgres: message ${row.id} in queue ${row.name} is not a Kombu envelope (${error.reason}); ` +
+        `it stays in ${this.tables.message} with kq_holder = '${QUARANTINE_HOLDER}' for inspection`,
+    );
+    await this.pool.query(
+      `UPDATE ${this.tables.message} SET visible = false, kq_holder = $2, kq_claim = NULL, kq_lease_until = NULL WHERE id = $1`,
+      [row.id, QUARANTINE_HOLDER],
+    );
+  }
+
+  #stale(action: string, claim: PostgresClaim): StaleDeliveryError {
+    return new StaleDeliveryError(
+      `Cannot ${action} message ${claim.message.deliveryTag} from ${claim.queue}: its claim is no longer held ` +
+        `(the lease ran out and the message was returned to its queue). It will be delivered again.`,
+    );
+  }
+
+  #stopTimers(): void {
+    if (this.#renewTimer) clearInterval(this.#renewTimer);
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    this.#renewTimer = undefined;
+    this.#sweepTimer = undefined;
+    this.#held = 0;
+  }
+}
+
+function closed(): never {
+  throw new StaleDeliveryError('The PostgreSQL store is closed.');
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

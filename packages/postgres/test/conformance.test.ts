@@ -1,0 +1,41 @@
+import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
+import { afterAll } from 'vitest';
+import { PostgresTransport } from '../src/index';
+import { dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+
+// Every transport of the run shares one set of tables (a second transport stands for a second process); the suite
+// isolates tests by entity name and deletes what it declares; the tables go when the file is done.
+const up = await brokerReachable('postgres');
+const tables = uniqueTables('conformance');
+const LEASE_MS = 1500;
+const client = up ? rawClient() : undefined;
+
+afterAll(async () => {
+  if (!client) return;
+  await dropTables(client, tables);
+  await client.end();
+});
+
+if (up) {
+  const db = client!;
+  const count = async (queue: string, where: string): Promise<number> => {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${tables.messageTable} m JOIN ${tables.queueTable} q ON q.id = m.queue_id WHERE q.name = $1 AND ${where}`,
+      [queue],
+    );
+    return Number(rows[0]?.n ?? 0);
+  };
+  defineTransportSuite({
+    name: 'postgres',
+    create: () => makeTransport(tables, { pollIntervalMs: 250, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
+    probe: {
+      queueDepth: (queue) => count(queue, 'm.visible'),
+      unackedCount: (queue) => count(queue, 'm.kq_claim IS NOT NULL'),
+    },
+    crash: (transport) => {
+      if (!(transport instanceof PostgresTransport)) throw new TypeError('expected a PostgresTransport');
+      transport.terminate();
+    },
+    recoveryTimeoutMs: LEASE_MS * 4,
+  });
+}

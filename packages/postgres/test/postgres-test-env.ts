@@ -1,0 +1,29 @@
+import { randomBytes } from 'node:crypto';
+import { brokerUrls } from '@kq/test-harness';
+import pg from 'pg';
+import { PostgresTransport, type PostgresTransportOptions } from '../src/index';
+
+export const POSTGRES_URL = brokerUrls.postgres;
+
+/** Table names unique to one test file and run, so parallel files and reruns never share a queue. */
+export function uniqueTables(label: string): { queueTable: string; messageTable: string } {
+  const id = `${label}_${randomBytes(4).toString('hex')}`;
+  return { queueTable: `kqt_${id}_queue`, messageTable: `kqt_${id}_message` };
+}
+
+export function makeTransport(tables: { queueTable: string; messageTable: string }, options: PostgresTransportOptions = {}): PostgresTransport {
+  return new PostgresTransport(POSTGRES_URL, { ...tables, logger: { warn: () => undefined }, ...options });
+}
+
+export function rawClient(): pg.Pool {
+  return new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+}
+
+/** Drops every table, function and trigger the store made for these names. */
+export async function dropTables(client: pg.Pool, tables: { queueTable: string; messageTable: string }): Promise<void> {
+  const m = tables.messageTable;
+  await client.query(
+    `DROP TABLE IF EXISTS ${m}, ${tables.queueTable}, ${m}_kq_exchange, ${m}_kq_binding, ${m}_kq_schema CASCADE;
+     DROP FUNCTION IF EXISTS ${m}_kq_notify() CASCADE`,
+  );
+}
