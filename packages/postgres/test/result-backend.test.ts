@@ -1,0 +1,77 @@
+import { OperationTimeout, type ResultMeta } from '@kq/core';
+import { brokerReachable } from '@kq/test-harness';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PostgresResultBackend } from '../src/index';
+import { POSTGRES_URL, rawClient } from './postgres-test-env';
+
+const up = await brokerReachable('postgres');
+
+const meta = (taskId: string, status: ResultMeta['status'], result: unknown): ResultMeta => ({
+  status,
+  result,
+  traceback: null,
+  children: [],
+  date_done: status === 'SUCCESS' || status === 'FAILURE' ? new Date().toISOString() : null,
+  task_id: taskId,
+});
+
+describe.skipIf(!up)('PostgreSQL result backend', () => {
+  const table = `kqt_results_${randomUUID().slice(0, 8)}`;
+  const backends: PostgresResultBackend[] = [];
+  const backend = (): PostgresResultBackend => {
+    const made = new PostgresResultBackend(POSTGRES_URL, { table, logger: { warn: () => undefined } });
+    backends.push(made);
+    return made;
+  };
+
+  afterAll(async () => {
+    await Promise.all(backends.map((made) => made.close()));
+    const client = rawClient();
+    await client.query(`DROP TABLE IF EXISTS ${table}`);
+    await client.end();
+  });
+
+  it('stores and reads a result; unknown ids are pending (null)', async () => {
+    const results = backend();
+    const id = randomUUID();
+    expect(await results.get(id)).toBeNull();
+    await results.store(meta(id, 'SUCCESS', { n: 1 }));
+    expect(await results.get(id)).toMatchObject({ status: 'SUCCESS', result: { n: 1 }, task_id: id });
+  });
+
+  it('pushes a result stored by another process to a waiting get()', async () => {
+    const waiting = backend();
+    const storing = backend();
+    const id = randomUUID();
+    const pending = waiting.waitFor(id, { timeoutMs: 10_000 });
+    await storing.store(meta(id, 'STARTED', null));
+    await storing.store(meta(id, 'SUCCESS', 42));
+    expect((await pending).result).toBe(42);
+  });
+
+  it('never overwrites a SUCCESS with a later non-success state (Celery rule)', async () => {
+    const results = backend();
+    const id = randomUUID();
+    await results.store(meta(id, 'SUCCESS', 'done'));
+    await results.store(meta(id, 'FAILURE', { exc_type: 'X', exc_message: [], exc_module: 'builtins' }));
+    expect(await results.get(id)).toMatchObject({ status: 'SUCCESS', result: 'done' });
+  });
+
+  it('expires results and times out a wait', async () => {
+    const results = backend();
+    const id = randomUUID();
+    await results.store(meta(id, 'SUCCESS', 1), { expiresMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(await results.get(id)).toBeNull();
+    await expect(results.waitFor(randomUUID(), { timeoutMs: 100 })).rejects.toBeInstanceOf(OperationTimeout);
+  });
+
+  it('forgets a result', async () => {
+    const results = backend();
+    const id = randomUUID();
+    await results.store(meta(id, 'SUCCESS', 1));
+    await results.forget(id);
+    expect(await results.get(id)).toBeNull();
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * A Python Celery 5 fleet on Kombu's SQLAlchemy transport (`sqla+postgresql://`) and kq workers on `postgresql://`
+ * share queues both ways: same tables, same envelope, results through the Redis backend both read.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { App } from '../src/app';
+import { Logger } from '../src/logger';
+import type { Worker } from '../src/worker/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { POSTGRES_URL, dropTables, rawClient, uniqueTables } from '../../postgres/test/postgres-test-env';
+
+const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
+const BACKEND = 'redis://127.0.0.1:6379/8';
+const ready =
+  (await brokerReachable('postgres')) && (await brokerReachable('redis')) && (await pythonAvailable(['celery', 'sqlalchemy', 'psycopg2']));
+
+describe.skipIf(!ready)('PostgreSQL interop with Python Celery on sqla+postgresql', () => {
+  const ns = `kqpg${randomUUID().slice(0, 8)}`;
+  const tables = uniqueTables('interop');
+  const env = {
+    KQ_PG_BROKER: POSTGRES_URL.replace(/^postgres(ql)?:/, 'sqla+postgresql:'),
+    KQ_PG_BACKEND: BACKEND,
+    KQ_PG_QUEUE_TABLE: tables.queueTable,
+    KQ_PG_MESSAGE_TABLE: tables.messageTable,
+    KQ_PG_PY_QUEUE: `${ns}.py`,
+  };
+  let app: App;
+  let worker: Worker;
+  let pythonWorker: ChildProcess | undefined;
+
+  const sendFromPython = (name: string, args: unknown[]): Promise<{ status: string; result?: unknown; exc?: string }> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(pythonInterpreter, ['celery_pg_client.py', JSON.stringify({ name, args, options: { queue: `${ns}.kq` } })], {
+        cwd: interopDir,
+        env: { ...process.env, ...env },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('close', () => {
+        try {
+          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as { status: string; result?: unknown });
+        } catch {
+          reject(new Error(`python client failed: ${stderr || stdout}`));
+        }
+      });
+    });
+
+  beforeAll(async () => {
+    app = new App('pginterop', {
+      broker: POSTGRES_URL,
+      backend: BACKEND,
+      brokerTransportOptions: { ...tables, pollIntervalMs: 200, logger: { warn: () => undefined } },
+      taskDefaultQueue: `${ns}.kq`,
+      resultExpires: 600,
+    });
+    app.task('pg.kq_add', (_ctx, x: number, y: number) => x + y);
+    worker = app.worker({ hostname: `kq@${ns}`, concurrency: 2, logger: new Logger('pginterop', { level: 'critical', sink: () => undefined }) });
+    await worker.start();
+    pythonWorker = spawn(
+      pythonInterpreter,
+      ['-m', 'celery', '-A', 'celery_pg_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'warning'],
+      { cwd: interopDir, env: { ...process.env, ...env }, stdio: 'ignore' },
+    );
+  });
+
+  afterAll(async () => {
+    pythonWorker?.kill('SIGKILL');
+    await worker?.stop({ cold: true });
+    await app?.close();
+    const client = rawClient();
+    await dropTables(client, tables);
+    await client.end();
+  });
+
+  it('a task sent by Python runs on a kq worker, and Python reads its result', async () => {
+    expect(await sendFromPython('pg.kq_add', [2, 3])).toEqual({ status: 'SUCCESS', result: 5 });
+  });
+
+  it('a task sent by kq runs on a Python worker, and kq reads its result', async () => {
+    const result = await app.sendTask<number>('pg.py_add', [20, 22], {}, { queue: `${ns}.py` });
+    expect(await result.get({ timeout: 30_000 })).toBe(42);
+  });
+});
