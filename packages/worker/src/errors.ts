@@ -50,6 +50,12 @@ export class WorkerLostError extends KqError {}
 /** The task was revoked (or expired) before or while it ran. */
 export class TaskRevokedError extends KqError {}
 
+/**
+ * The worker stopped (cold shutdown, or a warm one past its timeout) while the task ran: the run was abandoned, not
+ * failed. Its message goes back to the queue (acks late) — no result is stored, the task runs again elsewhere.
+ */
+export class WorkerShutdownError extends KqError {}
+
 /** The task failed remotely; `AsyncResult.get()` raises this with the remote exception's type and message. */
 export class TaskFailedError extends KqError {
   constructor(

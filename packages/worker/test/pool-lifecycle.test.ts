@@ -138,6 +138,27 @@ describe('a child killed with SIGKILL mid-task', () => {
   });
 });
 
+describe('a cold shutdown with acks-late tasks running in children', () => {
+  it.each(['processes', 'threads'] as const)('%s: kills the children but gives the tasks back: no WorkerLostError, run again by the next worker', async (pool) => {
+    const { worker: first } = await startWorker({ pool, concurrency: 2 });
+    const results = await Promise.all([tasks.sleepAcksLate.delay(60_000), tasks.sleepAcksLate.delay(60_000)]);
+    await waitFor(() => first.state.active.size === 2);
+    await first.stop({ cold: true });
+    expect(await Promise.all(results.map((result) => result.state()))).toEqual(['PENDING', 'PENDING']);
+    expect(logs.some((record) => record.message.includes('returned to its queue'))).toBe(true);
+    // The same broker, a new worker: both messages are there again.
+    const next = app.worker({ appModule, pool: 'async', concurrency: 2, hostname: `after-cold-${pool}@test`, logger: new Logger('test', { level: 'critical', sink: () => undefined }) });
+    worker = next;
+    const runs: string[] = [];
+    next.on('task', (kind, request) => {
+      if (kind === 'started') runs.push(request.id);
+    });
+    await next.start();
+    await waitFor(() => runs.length === 2);
+    expect(runs.sort()).toEqual(results.map((result) => result.id).sort());
+  });
+});
+
 describe('a pool whose children cannot load the app module', () => {
   it.each(['processes', 'threads'] as const)('%s: start() fails with the reason the child gave', async (pool) => {
     const broken = fileURLToPath(new URL('./fixtures/pool/broken-app.ts', import.meta.url));

@@ -112,6 +112,43 @@ for (const setup of setups) {
       expect(lines(marker).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `done ${i}`).sort());
     }, 60_000);
 
+    const shutdownUnderLoad = async (stop: (worker: ChildProcess) => Promise<void>, extraEnv: Record<string, string> = {}): Promise<void> => {
+      const { env, dir } = context();
+      const marker = join(dir, 'hang-first.log');
+      const first = await startWorker({ ...env, KQ_TEST_CONCURRENCY: '10', ...extraEnv }, 'stopped@test');
+      const sender = client(env);
+      const ids = Array.from({ length: 10 }, (_, i) => i);
+      const results = await Promise.all(ids.map((i) => sender.sendTask('rel.hang_first', [marker, i])));
+      await waitFor(() => lines(marker).length >= 10, 15_000, 'all ten tasks to start');
+      const exited = new Promise<void>((resolve) => first.once('exit', () => resolve()));
+      await stop(first);
+      await exited;
+      if (setup.backend !== 'rpc://') {
+        // Abandoned by the shutdown, not revoked: nothing stored, so the task is still PENDING.
+        expect(await Promise.all(results.map((result) => result.state()))).toEqual(ids.map(() => 'PENDING'));
+      }
+      await startWorker({ ...env, KQ_TEST_CONCURRENCY: '10' }, 'after@test');
+      expect(await Promise.all(results.map((result) => result.get({ timeout: 30_000 })))).toEqual(ids);
+      for (const i of ids) {
+        expect(lines(marker).filter((line) => line === `start ${i}`)).toHaveLength(2);
+        expect(lines(marker).filter((line) => line === `done ${i}`)).toHaveLength(1);
+      }
+    };
+
+    it('gives running acks-late tasks back on a cold shutdown (SIGTERM then SIGINT): none is lost or stored REVOKED', async () => {
+      await shutdownUnderLoad(async (worker) => {
+        worker.kill('SIGTERM');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        worker.kill('SIGINT');
+      });
+    }, 90_000);
+
+    it('gives running acks-late tasks back when a warm shutdown passes its timeout', async () => {
+      await shutdownUnderLoad(async (worker) => {
+        worker.kill('SIGTERM');
+      }, { KQ_TEST_SHUTDOWN_TIMEOUT: '0.5' });
+    }, 90_000);
+
     it('keeps working when malformed messages are pushed into the live queue', async () => {
       const { env, ns } = context();
       await startWorker(env, 'tough@test');

@@ -1,5 +1,5 @@
 import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type TaskState } from '@kq/core';
-import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError } from '../errors';
+import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
 import { formatIsoDate, type TaskMessage } from '../protocol/index';
 import { exceptionInfo } from '../results/index';
 import { Signature } from '../signature';
@@ -88,10 +88,20 @@ export class Request {
     await this.#settle('ack');
   }
 
-  /** Aborts a running task (revoke with terminate, cold shutdown). */
+  /** Aborts a running task revoked with terminate: stored REVOKED and acked, as Celery does. */
   terminate(reason: string): void {
     this.#terminated = reason;
     this.#killWith(new TaskRevokedError(`Task ${this.name}[${this.id}] terminated: ${reason}`));
+  }
+
+  /**
+   * Abandons a running task because the worker is stopping (cold shutdown, warm shutdown past its timeout). Unlike a
+   * revoke this is not the task's fault: nothing is stored, and an acks-late message goes back to its queue to run
+   * again; an early-acked one is gone (Celery's at-most-once for early acks), which is logged.
+   */
+  abandon(reason: string): void {
+    this.#terminated = reason;
+    this.#killWith(new WorkerShutdownError(`Task ${this.name}[${this.id}] abandoned: ${reason}`));
   }
 
   #abortController(): AbortController {
@@ -232,6 +242,8 @@ export class Request {
 
   async #handleError(error: unknown): Promise<Outcome> {
     const { worker } = this;
+    // Checked first: a child pool reports the child it killed for us as WorkerLostError.
+    if (this.#killReason instanceof WorkerShutdownError) return this.#giveBack(this.#killReason);
     if (error instanceof WorkerLostError) return this.failWorkerLost(error); // the task did not fail: its child died
     if (!(error instanceof Retry) && !(error instanceof Reject) && !(error instanceof Ignore) && this.#shouldAutoretry(error)) {
       try {
@@ -287,6 +299,21 @@ export class Request {
       await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject');
     }
     return 'failed';
+  }
+
+  /** The worker stopped under the task: requeue it (acks late) without a result; an early-acked one is lost. */
+  async #giveBack(reason: WorkerShutdownError): Promise<Outcome> {
+    const { worker } = this;
+    if (this.acksLate) {
+      worker.log.warning(`Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; returned to its queue to run again`);
+      await this.#settle('requeue');
+      return 'rejected';
+    }
+    worker.log.warning(
+      `Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; it was acknowledged when it started (acksLate is off), ` +
+        'so it will not run again — set acksLate for tasks that must survive a shutdown',
+    );
+    return 'ignored';
   }
 
   #shouldAutoretry(error: unknown): boolean {

@@ -19,6 +19,9 @@ import { WorkerState } from './worker-state';
 /** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
 const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
 
+/** How long a stop waits for abandoned tasks to give their messages back before closing the channel anyway. */
+const ABANDON_SETTLE_MS = 5000;
+
 /** Header kq counts redeliveries in, on transports that do not count them. */
 export const REDELIVERIES_HEADER = 'kq_redeliveries';
 
@@ -222,8 +225,13 @@ export class Worker extends TypedEmitter<WorkerEvents> {
    */
   stop(options: { cold?: boolean } = {}): Promise<void> {
     this.#stopping ??= this.#stop(options.cold ?? false);
-    if (options.cold) for (const request of this.state.active.values()) request.terminate('cold shutdown');
+    if (options.cold) this.#abandonActive('cold shutdown');
     return this.#stopping;
+  }
+
+  /** Gives every running task back (acks late: to its queue) instead of waiting for it: the worker is stopping. */
+  #abandonActive(reason: string): void {
+    for (const request of this.state.active.values()) request.abandon(reason);
   }
 
   /** Installs SIGTERM/SIGINT handlers: the first signal stops warm, a second one cold. Returns the uninstaller. */
@@ -437,10 +445,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       const timeout = (this.#options.shutdownTimeout ?? this.app.conf.workerShutdownTimeout) * 1000;
       const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout).then(() => false)]);
       if (!finished) {
-        this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; aborting them (stored as REVOKED)`);
-        for (const request of this.state.active.values()) request.terminate('shutdown timeout');
+        this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; giving them back to the queue`);
+        this.#abandonActive('shutdown timeout');
       }
+    } else {
+      this.#abandonActive('cold shutdown');
     }
+    // Abandoned runs settle (requeue) now; wait for that before the channel closes, within a bound.
+    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS)]);
     await this.pool.terminate();
     await this.#node?.close().catch(() => undefined);
     await this.#consumer?.cancel();
