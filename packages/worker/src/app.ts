@@ -43,6 +43,7 @@ export class App {
   #backend: Promise<ResultBackend | null> | undefined;
   /** The backend once `#backend` has settled, so each send need not await it. */
   #backendReady: ResultBackend | null | undefined;
+  #closing: Promise<void> | undefined;
 
   constructor(name: string, config: Partial<AppConfig> = {}) {
     this.name = name;
@@ -213,7 +214,18 @@ export class App {
     return new Worker(this, options);
   }
 
-  async close(): Promise<void> {
+  /**
+   * Closes the result backend, remote control and broker connection. Safe to call more than once, also concurrently:
+   * every call waits for the one close in progress. The app can be used again afterwards (it reconnects lazily).
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close().finally(() => {
+      this.#closing = undefined;
+    });
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     const pending = this.#backend;
     this.#backend = undefined;
     this.#backendReady = undefined;
