@@ -181,6 +181,9 @@ class AmnesiacDelivery implements Delivery {
   get noAck(): boolean {
     return this.#inner.noAck;
   }
+  get stale(): boolean {
+    return this.#inner.stale;
+  }
   ack(): Promise<void> {
     return this.#inner.ack();
   }

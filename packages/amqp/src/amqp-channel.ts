@@ -53,7 +53,10 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
   readonly #getter: ChannelSlot;
   readonly #publisher: Publisher;
   readonly #consumers = new Set<AmqpConsumer>();
-  readonly #gotSettler: DeliverySettler<Fetched> = { settle: (fetched, action) => this.#settleGot(fetched, action) };
+  readonly #gotSettler: DeliverySettler<Fetched> = {
+    settle: (fetched, action) => this.#settleGot(fetched, action),
+    holds: (fetched) => this.#open && this.#getter.owns(fetched.channel, fetched.incarnation),
+  };
   #open = true;
 
   constructor(ctx: TransportContext) {

@@ -99,7 +99,10 @@ export class AmqpConsumer implements ConsumerHandle {
   /** Round-robin bookkeeping (arrival and settle times per queue) is kept only when there are several queues. */
   readonly #multiQueue: boolean;
   /** Settles this consumer's deliveries (one object for all of them, rather than a closure each). */
-  readonly #settler: DeliverySettler<Buffered> = { settle: (origin, action) => this.#settle(origin, action) };
+  readonly #settler: DeliverySettler<Buffered> = {
+    settle: (origin, action) => this.#settle(origin, action),
+    holds: (origin) => this.#owner.isOpen && this.#slot.owns(origin.channel, origin.incarnation),
+  };
   #pumpScheduled = false;
   #refillTimer: NodeJS.Timeout | undefined;
   /** Moving average of the time from settling a delivery to the next delivery of the same queue, in ms. */

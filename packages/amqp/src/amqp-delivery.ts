@@ -5,6 +5,8 @@ export type SettleAction = 'ack' | 'reject' | 'requeue';
 /** Settles deliveries for the consumer (or getter) that owns their channel; `origin` says which delivery. */
 export interface DeliverySettler<O> {
   settle(origin: O, action: SettleAction): Promise<void>;
+  /** False once the channel that delivered it is gone (the broker requeued it). */
+  holds(origin: O): boolean;
 }
 
 /**
@@ -23,5 +25,9 @@ export class AmqpDelivery<O> extends BaseDelivery {
 
   protected settle(action: SettleAction): Promise<void> {
     return this.#settler.settle(this.#origin, action);
+  }
+
+  protected override isStale(): boolean {
+    return !this.#settler.holds(this.#origin);
   }
 }

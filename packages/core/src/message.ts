@@ -67,6 +67,11 @@ export interface Delivery extends OutgoingMessage {
   readonly acknowledged: boolean;
   /** True when the consumer asked for `noAck`: the broker forgot the message when it was delivered. */
   readonly noAck: boolean;
+  /**
+   * True when this delivery can no longer be settled although nobody settled it: its channel closed or its claim was
+   * taken back, so the broker gives the message to a consumer again. Work not started for it must not start.
+   */
+  readonly stale: boolean;
   /** Remove the message from the queue for good. */
   ack(): Promise<void>;
   /** Refuse the message without requeueing it: dead-lettered where the queue has a dead-letter exchange, else dropped. */
@@ -116,6 +121,15 @@ export abstract class BaseDelivery implements Delivery {
 
   get acknowledged(): boolean {
     return this.#state !== 'received';
+  }
+
+  get stale(): boolean {
+    return this.#state === 'received' && !this.noAck && this.isStale();
+  }
+
+  /** Whether the transport no longer holds this unsettled delivery (channel gone, claim lost). */
+  protected isStale(): boolean {
+    return false;
   }
 
   ack(): Promise<void> {

@@ -44,7 +44,10 @@ export async function checkChannelCloseRedelivers(context: ConformanceContext): 
   const { log } = await recordingConsumer(channel, [queue], { prefetch: 5, policy: 'hold' });
   await log.waitForCount(context, 5);
   const held = log.ids;
+  expect(log.deliveries.some((delivery) => delivery.stale), 'stale deliveries before the close').toBe(false);
   await channel.close();
+  // A worker asks this before starting work it reserved: the message is on its way to another consumer.
+  expect(log.deliveries.every((delivery) => delivery.stale), 'every unsettled delivery of a closed channel is stale').toBe(true);
   const stale = log.deliveries[0] as Delivery;
   await expectError(() => stale.ack(), ChannelClosed, 'ack() of a delivery whose channel was closed');
   await expectRedeliveredElsewhere(context, queue, ids, [], held);

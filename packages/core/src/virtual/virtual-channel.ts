@@ -22,11 +22,12 @@ import type {
 } from '../transport';
 import { TypedEmitter } from '../typed-emitter';
 import { VirtualConsumer } from './virtual-consumer';
-import { VirtualDelivery } from './virtual-delivery';
+import { VirtualDelivery, type ClaimSettler, type SettleAction } from './virtual-delivery';
 import type { Claim, ClaimOptions, StoredMessage } from './virtual-store';
 import type { VirtualTransport } from './virtual-transport';
 
-type SettleAction = 'ack' | 'reject' | 'requeue';
+/** Live fanout deliveries: nothing is stored, so settling has nothing to do and nothing can be taken back. */
+const LIVE_SETTLER: ClaimSettler<unknown> = { settle: () => Promise.resolve(), holds: () => true };
 
 /**
  * What Kombu's virtual transport gives a simple store: exchanges and routing for every exchange type, QoS with
@@ -41,6 +42,11 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   /** Auto-delete queues bound to a live fanout that this channel consumed: deleted when it closes. */
   readonly #liveFanoutAutoDelete = new Set<string>();
   #open = true;
+  /** Settles this channel's deliveries (one object for all of them, rather than a closure each). */
+  readonly #settler: ClaimSettler<VirtualConsumer> = {
+    settle: (claim, action, consumer) => this.#settle(claim as Claim, action, consumer),
+    holds: (claim) => claim !== undefined && this.#unsettled.has(claim),
+  };
 
   constructor(transport: VirtualTransport) {
     super();
@@ -300,7 +306,9 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
         },
         noAck: consumer.noAck,
       },
-      async () => undefined,
+      LIVE_SETTLER,
+      undefined,
+      undefined,
     );
     this.#invoke(onMessage, delivery);
   }
@@ -384,7 +392,9 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
         },
         noAck,
       },
-      (action) => this.#settle(claim, action, consumer),
+      this.#settler,
+      claim,
+      consumer,
     );
   }
 

@@ -1,17 +1,36 @@
 import { BaseDelivery, type DeliveryInit } from '../message';
+import type { Claim } from './virtual-store';
 
-type SettleAction = 'ack' | 'reject' | 'requeue';
+export type SettleAction = 'ack' | 'reject' | 'requeue';
 
-/** A delivery from a `VirtualChannel`; settling goes back to the channel, which owns the store's claim. */
-export class VirtualDelivery extends BaseDelivery {
-  readonly #onSettle: (action: SettleAction) => Promise<void>;
+/** The channel side of a virtual delivery: settles a claim, and knows whether it still holds it. */
+export interface ClaimSettler<C> {
+  /** `claim` is undefined for a delivery nothing stored (live fanout). */
+  settle(claim: Claim | undefined, action: SettleAction, consumer: C | undefined): Promise<void>;
+  holds(claim: Claim | undefined): boolean;
+}
 
-  constructor(init: DeliveryInit, onSettle: (action: SettleAction) => Promise<void>) {
+/**
+ * A delivery from a `VirtualChannel`; settling goes back to the channel, which owns the store's claim. It holds the
+ * channel's settler and its claim rather than a closure over them: a channel makes one per message.
+ */
+export class VirtualDelivery<C = unknown> extends BaseDelivery {
+  readonly #settler: ClaimSettler<C>;
+  readonly #claim: Claim | undefined;
+  readonly #consumer: C | undefined;
+
+  constructor(init: DeliveryInit, settler: ClaimSettler<C>, claim: Claim | undefined, consumer: C | undefined) {
     super(init);
-    this.#onSettle = onSettle;
+    this.#settler = settler;
+    this.#claim = claim;
+    this.#consumer = consumer;
   }
 
   protected settle(action: SettleAction): Promise<void> {
-    return this.#onSettle(action);
+    return this.#settler.settle(this.#claim, action, this.#consumer);
+  }
+
+  protected override isStale(): boolean {
+    return !this.#settler.holds(this.#claim);
   }
 }

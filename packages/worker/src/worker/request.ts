@@ -88,6 +88,18 @@ export class Request {
     await this.#settle('ack');
   }
 
+  /**
+   * True (and the request forgotten) when its delivery went stale before it started: the channel that delivered it
+   * closed, or its claim was taken back, so the broker hands the message out again — running it here too would run
+   * it twice (Celery's consumer drops its reserved requests on connection loss the same way).
+   */
+  dropIfStale(): boolean {
+    if (!this.delivery.stale) return false;
+    this.worker.log.info(`Task ${this.name}[${this.id}] not started: its delivery was lost with its channel and will be redelivered`);
+    this.worker.state.reserved.delete(this);
+    return true;
+  }
+
   /** Aborts a running task revoked with terminate: stored REVOKED and acked, as Celery does. */
   terminate(reason: string): void {
     this.#terminated = reason;
@@ -143,6 +155,7 @@ export class Request {
    */
   async execute(release: () => void): Promise<void> {
     const { worker } = this;
+    if (this.dropIfStale()) return;
     if (this.isRevoked()) {
       await this.discardRevoked();
       this.worker.state.taskReady(this);

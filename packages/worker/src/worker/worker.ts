@@ -380,6 +380,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   /** Hands a request to the pool, through its task's rate limit. */
   #reserve(request: Request): void {
     if (this.#stopping) return;
+    if (request.dropIfStale()) return;
     const bucket = this.#bucket(request.name);
     const wait = bucket ? bucket.take() : 0;
     if (wait > 0) {
