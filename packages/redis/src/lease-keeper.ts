@@ -38,6 +38,11 @@ export class LeaseKeeper {
     this.#timer ??= this.#arm();
   }
 
+  /** False once a heartbeat found the claim taken from us, or it was released. */
+  holds(token: string): boolean {
+    return this.#held.has(token);
+  }
+
   release(token: string): void {
     this.#held.delete(token);
   }

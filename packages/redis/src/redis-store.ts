@@ -494,6 +494,12 @@ export class RedisStore implements VirtualStore {
     if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
   }
 
+  /** A claim is ours while its record is on its way, and after that while no heartbeat found its lease taken. */
+  holds(claim: Claim): boolean {
+    const { token, recording } = claim as RedisClaim;
+    return token === '' || recording !== undefined || this.#leases.holds(token);
+  }
+
   // ——— internals ———
 
   #ackRecorded(claim: RedisClaim): Promise<void> {
@@ -608,7 +614,10 @@ export class RedisStore implements VirtualStore {
         this.#leases.hold(token, tag);
         return true;
       },
-      () => false,
+      () => {
+        claim.recording = undefined; // never held: `holds` says so
+        return false;
+      },
     );
     onEarlyClaims([claim]);
     return (await recording).claims;

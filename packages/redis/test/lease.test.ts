@@ -89,6 +89,10 @@ describe.skipIf(!up)('leases', () => {
     expect(await other.redisStore.sweepLeases()).toBe(1);
     const second = (await otherChannel.get('fence')) as Delivery;
     expect(second.deliveryInfo).toMatchObject({ deliveryTag: first.deliveryInfo.deliveryTag, redelivered: true });
+    // The next heartbeat finds the lease taken: the delivery says it is stale, so a worker would not start it.
+    expect(first.stale).toBe(false);
+    await stalled.redisStore.renewLeases();
+    expect(first.stale).toBe(true);
     await expect(first.ack()).rejects.toBeInstanceOf(StaleDeliveryError);
     // The refused ack did not touch the new holder's claim.
     expect(await fixture.redis.hexists(`${prefix}unacked`, second.deliveryInfo.deliveryTag)).toBe(1);

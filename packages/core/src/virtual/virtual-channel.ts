@@ -45,7 +45,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   /** Settles this channel's deliveries (one object for all of them, rather than a closure each). */
   readonly #settler: ClaimSettler<VirtualConsumer> = {
     settle: (claim, action, consumer) => this.#settle(claim as Claim, action, consumer),
-    holds: (claim) => claim !== undefined && this.#unsettled.has(claim),
+    holds: (claim) => claim !== undefined && this.#unsettled.has(claim) && (this.transport.store.holds?.(claim) ?? true),
   };
 
   constructor(transport: VirtualTransport) {

@@ -132,6 +132,11 @@ export interface VirtualStore {
   /** Hold the message until `dueAt` (epoch ms), then push it. Required when `features.delayedDelivery`. */
   pushDelayed?(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void>;
   claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]>;
+  /**
+   * False once the store knows a claim was taken back (its lease ran out and the message may be with another
+   * consumer): the delivery reports `stale` and a worker does not start it. Optional; default: held until settled.
+   */
+  holds?(claim: Claim): boolean;
   /** Forget a claimed message. May throw `StaleDeliveryError` when the claim is no longer ours. */
   ack(claim: Claim): Promise<void>;
   /**
