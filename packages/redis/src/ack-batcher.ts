@@ -7,18 +7,33 @@ export interface AckTarget {
   readonly token: string;
 }
 
+/** How the batcher's owner is told about its acks. */
+export interface AckHooks<T extends AckTarget> {
+  /** The error an ack is rejected with when Redis says the claim is no longer ours. */
+  staleError(target: T): Error;
+  /** The ack is over (applied, stale or failed for good): the claim need not be held any longer. */
+  done(target: T): void;
+  /** Whether a failed send is worth sending again (the connection dropped) rather than failing its acks. */
+  retryable(error: unknown): boolean;
+  /** Acks are being held for a connection that is down; called once per outage. */
+  holding(count: number, error: unknown): void;
+}
+
+/** Backoff between sends of acks held through an outage. */
+const RETRY_DELAYS_MS = [100, 200, 500, 1000, 2000];
+
 /** An ack waiting to be sent: one object per ack, no closures (a flood of short tasks makes many). */
 export class PendingAck<T extends AckTarget = AckTarget> {
   readonly target: T;
   readonly #resolve: () => void;
   readonly #reject: (error: unknown) => void;
-  readonly #staleError: (target: T) => Error;
+  readonly #hooks: AckHooks<T>;
 
-  constructor(target: T, resolve: () => void, reject: (error: unknown) => void, staleError: (target: T) => Error) {
+  constructor(target: T, resolve: () => void, reject: (error: unknown) => void, hooks: AckHooks<T>) {
     this.target = target;
     this.#resolve = resolve;
     this.#reject = reject;
-    this.#staleError = staleError;
+    this.#hooks = hooks;
   }
 
   get tag(): string {
@@ -31,11 +46,13 @@ export class PendingAck<T extends AckTarget = AckTarget> {
 
   /** Resolves the ack when applied; rejects it with the stale error when the claim was no longer ours. */
   settle(applied: boolean): void {
+    this.#hooks.done(this.target);
     if (applied) this.#resolve();
-    else this.#reject(this.#staleError(this.target));
+    else this.#reject(this.#hooks.staleError(this.target));
   }
 
   fail(error: unknown): void {
+    this.#hooks.done(this.target);
     this.#reject(error);
   }
 }
@@ -44,17 +61,24 @@ export class PendingAck<T extends AckTarget = AckTarget> {
  * Collects acks for a moment so many go to Redis in one script call. The flush waits two event-loop turns: a
  * consumer loop yields one turn between batches, so its next claim usually comes first and carries the waiting acks
  * in the same script call (see CLAIM); a consumer that claims nothing gets them flushed on their own.
+ *
+ * An ack is never dropped because Redis was away: a send that fails on the connection puts its acks back to be sent
+ * again with backoff (the owner keeps their claims' leases renewed meanwhile), so a task that finished during an
+ * outage is not run again when its lease would otherwise run out. What waits is bounded by the prefetch: one ack
+ * per delivery held.
  */
 export class AckBatcher<T extends AckTarget = AckTarget> {
   readonly #send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>;
-  readonly #staleError: (target: T) => Error;
+  readonly #hooks: AckHooks<T>;
   #pending: Array<PendingAck<T>> = [];
   #scheduled = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+  /** Consecutive failed sends (0 while Redis answers). */
+  #failures = 0;
 
-  /** `staleError` makes the error an ack is rejected with when Redis says the claim is no longer ours. */
-  constructor(send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>, staleError: (target: T) => Error) {
+  constructor(send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>, hooks: AckHooks<T>) {
     this.#send = send;
-    this.#staleError = staleError;
+    this.#hooks = hooks;
   }
 
   get size(): number {
@@ -64,7 +88,8 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
   /** Resolves once the ack is applied; rejects with the stale error, or with why it could not be sent. */
   add(target: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push(new PendingAck(target, resolve, reject, this.#staleError));
+      this.#pending.push(new PendingAck(target, resolve, reject, this.#hooks));
+      if (this.#retryTimer) return; // held for an outage: goes with the next retry
       if (this.#pending.length >= MAX_BATCH) void this.flush();
       else if (!this.#scheduled) {
         this.#scheduled = true;
@@ -83,23 +108,48 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
     return this.#pending.splice(0, max);
   }
 
-  /** Sends everything waiting now; resolves once sent (failures reach the acks' own promises). */
+  /** Sends everything waiting now; resolves once sent (failures reach the acks' own promises, or are retried). */
   flush(): Promise<void> {
     this.#scheduled = false;
     const sends: Promise<void>[] = [];
     while (this.#pending.length > 0) {
       const batch = this.take();
       sends.push(
-        this.#send(batch).catch((error: unknown) => {
-          for (const ack of batch) ack.fail(error);
-        }),
+        this.#send(batch).then(
+          () => {
+            this.#failures = 0;
+          },
+          (error: unknown) => this.failed(batch, error),
+        ),
       );
     }
     return Promise.all(sends).then(() => undefined);
   }
 
+  /**
+   * Acks whose send failed (here, or carried by another script call): put back to go again after a backoff when the
+   * connection dropped, failed otherwise.
+   */
+  failed(batch: ReadonlyArray<PendingAck<T>>, error: unknown): void {
+    if (!this.#hooks.retryable(error)) {
+      for (const ack of batch) ack.fail(error);
+      return;
+    }
+    if (this.#failures === 0) this.#hooks.holding(batch.length + this.#pending.length, error);
+    const delay = RETRY_DELAYS_MS[Math.min(this.#failures, RETRY_DELAYS_MS.length - 1)] as number;
+    this.#failures++;
+    this.#pending = [...batch, ...this.#pending];
+    if (this.#retryTimer) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.flush();
+    }, delay);
+  }
+
   /** Fails every waiting ack (the store is closing without a connection to send them on). */
   failAll(error: unknown): void {
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     for (const ack of this.take(Number.MAX_SAFE_INTEGER)) ack.fail(error);
   }
 }

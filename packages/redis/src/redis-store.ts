@@ -18,6 +18,7 @@ import type { Redis } from 'ioredis';
 import { AckBatcher, type PendingAck } from './ack-batcher';
 import { PushBatcher } from './push-batcher';
 import { BlockingPool } from './blocking-pool';
+import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
 import type { ConnectionFactory } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
@@ -147,8 +148,16 @@ export class RedisStore implements VirtualStore {
   constructor(settings: RedisStoreSettings) {
     this.#settings = settings;
     this.layout = settings.layout;
-    this.#acks = new AckBatcher<RedisClaim>((acks) => this.#sendAcks(acks), (claim) => this.#stale('ack', claim));
-    this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values));
+    this.#acks = new AckBatcher<RedisClaim>((acks) => this.#sendAcks(acks), {
+      staleError: (claim) => this.#stale('ack', claim),
+      // The lease is kept (and renewed) until the ack has landed: released earlier, an ack held through an outage
+      // would let the lease run out and the finished task run again.
+      done: (claim) => this.#leases.release(claim.token),
+      retryable: (error) => !this.#closed && isConnectionError(error),
+      holding: (count, error) =>
+        this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
+    });
+    this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
     this.#leases = new LeaseKeeper({
       intervalMs: settings.leaseRenewIntervalMs,
       renew: (pairs) => this.#renew(pairs),
@@ -503,7 +512,6 @@ export class RedisStore implements VirtualStore {
   // ——— internals ———
 
   #ackRecorded(claim: RedisClaim): Promise<void> {
-    this.#leases.release(claim.token);
     return this.#acks.add(claim);
   }
 
@@ -541,7 +549,7 @@ export class RedisStore implements VirtualStore {
     try {
       reply = (await CLAIM.run(this.commands, [...this.#claimKeys(), layout.key('quarantine'), this.#requestKey()], args)) as typeof reply;
     } catch (error) {
-      for (const ack of acks) ack.fail(error);
+      this.#acks.failed(acks, error);
       throw error;
     }
     const [taken, bad, acked] = reply;

@@ -1,0 +1,31 @@
+import { ConnectionLost, KqError, isRecoverable } from '@kq/core';
+
+/**
+ * ioredis reports a lost or unusable connection with plain Errors (no code): a command written while the socket was
+ * gone, one that used up `maxRetriesPerRequest` during reconnects, one sent while a restarted Redis loads its data.
+ */
+const CONNECTION_FAILURES = /Connection is closed|Stream isn't writeable|max retries per request|^LOADING\b|Socket closed unexpectedly/i;
+
+/** True for failures a reconnect may cure: kq's recoverable errors, socket errors, and ioredis's connection errors. */
+export function isConnectionError(error: unknown): boolean {
+  if (isRecoverable(error)) return true;
+  if (!(error instanceof Error)) return false;
+  return error.name === 'MaxRetriesPerRequestError' || CONNECTION_FAILURES.test(error.message);
+}
+
+/**
+ * Rethrows ioredis's connection failures as core's `ConnectionLost`, so `Connection.ensure` and the publish retry
+ * policy retry a publish through a Redis outage as they do through a RabbitMQ one; other errors pass unchanged.
+ */
+export function rethrowRecoverable(error: unknown): never {
+  if (!(error instanceof KqError) && isConnectionError(error)) {
+    throw new ConnectionLost(`Lost the connection to Redis (${describeError(error)}); the operation can be retried once it is back.`, {
+      cause: error,
+    });
+  }
+  throw error;
+}
+
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
