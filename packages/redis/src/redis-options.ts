@@ -28,7 +28,7 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
    * process's sweep restores the delivery once the lease has run out. Default 30 000.
    */
   leaseMs?: number;
-  /** Heartbeat period of held deliveries. Default leaseMs / 3. */
+  /** Heartbeat period of held deliveries. Default min(leaseMs, visibilityTimeout) / 3, so neither runs out on a live one. */
   leaseRenewIntervalMs?: number;
   /** How often a consuming kq process looks for expired leases. Default min(leaseMs / 2, 5000). */
   sweepIntervalMs?: number;

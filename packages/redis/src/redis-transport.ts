@@ -61,15 +61,16 @@ export class RedisTransport extends VirtualTransport {
         if (!store.closed) signals.send({ kind: 'error', error: new KqError(`Redis connection ${role}: ${error.message}`, { cause: error }) });
       },
     });
+    const visibilityTimeout = positive(options.visibilityTimeout, 'visibilityTimeout') ?? DEFAULTS.visibilityTimeout;
     const store = new RedisStore({
       factory,
       layout,
       storeId,
       leaseMs,
-      leaseRenewIntervalMs: positive(options.leaseRenewIntervalMs, 'leaseRenewIntervalMs') ?? Math.max(50, Math.floor(leaseMs / 3)),
+      leaseRenewIntervalMs: renewInterval(options.leaseRenewIntervalMs, leaseMs, visibilityTimeout, logger),
       leaseSweepIntervalMs: positive(options.sweepIntervalMs, 'sweepIntervalMs') ?? Math.max(50, Math.min(Math.floor(leaseMs / 2), 5000)),
       visibilitySweepIntervalMs: positive(options.visibilitySweepIntervalMs, 'visibilitySweepIntervalMs') ?? DEFAULTS.visibilitySweepIntervalMs,
-      visibilityTimeout: positive(options.visibilityTimeout, 'visibilityTimeout') ?? DEFAULTS.visibilityTimeout,
+      visibilityTimeout,
       unackedMutexExpire: positive(options.unackedMutexExpire, 'unackedMutexExpire') ?? DEFAULTS.unackedMutexExpire,
       unackedRestoreLimit: positive(options.unackedRestoreLimit, 'unackedRestoreLimit') ?? DEFAULTS.unackedRestoreLimit,
       promoteDelayed: options.promoteDelayed ?? true,
@@ -190,4 +191,25 @@ function positive(value: number | undefined, name: string): number | undefined {
     throw new KqError(`The Redis transport option ${name} must be a positive number; got ${JSON.stringify(value)}.`);
   }
   return value;
+}
+
+/**
+ * The heartbeat must beat both clocks that can take a held delivery back: kq's lease, and Kombu's visibility timeout
+ * (a Python worker's sweep restores an `unacked_index` entry older than it, and the heartbeat is what refreshes that
+ * score). A third of the shorter one leaves two heartbeats of slack; a configured interval too slow for the
+ * visibility timeout is shortened, with a warning, rather than letting Python's sweep run long tasks twice.
+ */
+function renewInterval(configured: unknown, leaseMs: number, visibilityTimeout: number, logger: { warn(message: string): void }): number {
+  const visibilityMs = visibilityTimeout * 1000;
+  const safe = Math.max(50, Math.floor(Math.min(leaseMs, visibilityMs) / 3));
+  const explicit = positive(configured, 'leaseRenewIntervalMs');
+  if (explicit === undefined) return safe;
+  if (explicit > visibilityMs / 2) {
+    logger.warn(
+      `kq/redis: leaseRenewIntervalMs ${explicit} is too slow for visibility_timeout ${visibilityTimeout}s (Kombu's sweep would ` +
+        `restore held deliveries); renewing every ${safe} ms instead`,
+    );
+    return safe;
+  }
+  return explicit;
 }
