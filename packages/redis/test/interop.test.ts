@@ -228,6 +228,19 @@ describe.skipIf(!kombu)('interop with Python Kombu 5 (db 11)', () => {
     await delivery.ack();
   });
 
+  it("Python's visibility sweep leaves alone a delivery held under the default lease when visibility_timeout is shorter than a third of it", async () => {
+    // Nothing about the heartbeat configured: kq derives it from the visibility timeout the fleet uses (1 s here).
+    await open({ visibilityTimeout: 1 });
+    const queue = name('short-visibility');
+    await channel.declareQueue(new Queue(queue));
+    await channel.publish('', queue, outgoing('"long task"'));
+    const delivery = (await channel.get(queue)) as Delivery;
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await python({ cmd: 'sweep', transport_options: { visibility_timeout: 1 } });
+    expect(await redis.llen(queue)).toBe(0);
+    await delivery.ack();
+  });
+
   it('kq restores what a crashed Python worker held, by Kombu’s visibility rule', async () => {
     await open({ visibilityTimeout: 1 });
     const queue = name('pycrash');

@@ -47,26 +47,6 @@ describe.skipIf(!up)('leases', () => {
     expect(sweeper.stats()).toMatchObject({ leaseRestored: 0, visibilityRestored: 0 });
   });
 
-  it('keeps a held delivery fresh under a visibility timeout far shorter than the lease, with no interval configured', async () => {
-    // visibility_timeout 1 s with the default 30 s lease: a heartbeat every leaseMs / 3 (10 s) would let Kombu's
-    // sweep restore the delivery nine times over.
-    const holder = transport({ visibilityTimeout: 1 });
-    const sweeper = transport({ visibilityTimeout: 1 });
-    const channel = await holder.createChannel();
-    await channel.declareQueue(new Queue('short-visibility'));
-    await channel.publish('', 'short-visibility', message('long task'));
-    const delivery = (await channel.get('short-visibility')) as Delivery;
-    await sweeper.connect();
-    const until = Date.now() + 2500;
-    while (Date.now() < until) {
-      await sweeper.redisStore.sweepVisibility();
-      expect(await fixture.redis.llen(`${prefix}short-visibility`)).toBe(0);
-      await sleep(150);
-    }
-    await delivery.ack();
-    expect(sweeper.stats()).toMatchObject({ visibilityRestored: 0 });
-  });
-
   it('a consumer killed with SIGKILL has its delivery redelivered once the lease runs out', async () => {
     const survivor = transport({ leaseMs: 2000, sweepIntervalMs: 200 });
     const channel = await survivor.createChannel();
