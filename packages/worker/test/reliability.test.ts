@@ -149,6 +149,21 @@ for (const setup of setups) {
       }, { KQ_TEST_SHUTDOWN_TIMEOUT: '0.5' });
     }, 90_000);
 
+    it('a handler that blocks the event loop past the lease runs at most twice and stays SUCCESS (no WorkerLostError, no ping-pong)', async () => {
+      const { env, dir } = context();
+      const marker = join(dir, 'block.log');
+      await startWorker(env, 'blocker-a@test');
+      await startWorker(env, 'blocker-b@test');
+      const result = await client(env).sendTask('rel.block', [marker, 3000]);
+      expect(await result.get({ timeout: 30_000 })).toBe('blocked and done');
+      // Several leases later, no copy is still running or coming back.
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      const starts = lines(marker).filter((line) => line.startsWith('start'));
+      expect(starts.length, lines(marker).join(', ')).toBeLessThanOrEqual(2);
+      expect(lines(marker).filter((line) => line.startsWith('done'))).toHaveLength(starts.length);
+      if (setup.backend !== 'rpc://') expect(await result.state()).toBe('SUCCESS');
+    }, 60_000);
+
     it('keeps working when malformed messages are pushed into the live queue', async () => {
       const { env, ns } = context();
       await startWorker(env, 'tough@test');

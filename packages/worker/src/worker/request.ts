@@ -173,6 +173,7 @@ export class Request {
     try {
       const value = await this.#run(timers);
       outcome = 'succeeded';
+      worker.state.succeeded.add(this.id);
       const runtime = (performance.now() - started) / 1000;
       // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
       if (worker.log.enabled('info')) worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);

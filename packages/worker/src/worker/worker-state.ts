@@ -11,6 +11,12 @@ export class WorkerState {
     maxlen: Number(process.env['CELERY_WORKER_REVOKES_MAX'] ?? 50_000),
     expires: Number(process.env['CELERY_WORKER_REVOKE_EXPIRES'] ?? 10_800),
   });
+  /**
+   * Ids of tasks whose run succeeded here lately, marked the moment the run returns (before its result is stored):
+   * a redelivered copy of one — its ack lost to a lease that ran out while the run blocked the event loop — is
+   * acknowledged instead of run again.
+   */
+  readonly succeeded = new LimitedSet<string>({ maxlen: 10_000, expires: 3600 });
   /** Received and not yet finished (includes active and ETA-held). */
   readonly reserved = new Set<Request>();
   /** Running now, by task id. */

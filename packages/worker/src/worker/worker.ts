@@ -314,6 +314,13 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       return;
     }
     const request = new Request(this, delivery, message, task as never);
+    if (delivery.deliveryInfo.redelivered && (await this.#succeededBefore(message))) {
+      // A run already succeeded (its ack was lost: a blocked event loop outlived the lease, a connection dropped
+      // after the result was stored). Running it again would only repeat it, and failing it would contradict it.
+      this.log.warning(`Task ${message.name}[${message.id}] was redelivered but already succeeded; acknowledging it without running it again`);
+      await delivery.ack().catch((error: unknown) => this.log.warning(`could not ack: ${String(error)}`));
+      return;
+    }
     const counted = this.#deliveriesBefore(delivery);
     const deliveries = counted === 'republish' ? await this.#republishCounted(delivery) : counted;
     if (deliveries === null) return; // handed on as a counted copy
@@ -361,20 +368,40 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     return seen >= this.app.conf.workerMaxRedeliveries ? seen : 'republish';
   }
 
+  /** Whether a run of this task already succeeded, here or as its stored result says (asked for redelivered messages only). */
+  async #succeededBefore(message: TaskMessage): Promise<boolean> {
+    if (this.state.succeeded.has(message.id)) return true;
+    try {
+      const backend = await this.app.backend();
+      return (await backend?.get(message.id))?.status === 'SUCCESS';
+    } catch (error) {
+      this.log.warning(`Could not look up the result of redelivered task ${message.name}[${message.id}] (${String(error)}); running it`);
+      return false;
+    }
+  }
+
   /** Hands a redelivered message on with its count raised and acks it; null once handed on, else the count. */
   async #republishCounted(delivery: Delivery): Promise<number | null> {
     const { deliveryInfo } = delivery;
+    // Its claim was already taken back (a blocked loop outlived the lease): the broker has given it out again, and
+    // a counted copy on top would make two.
+    if (delivery.stale) return null;
     const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
     const seen = counted + 1;
     try {
       const channel = await this.app.connection.channel();
       await channel.publish(deliveryInfo.exchange, deliveryInfo.routingKey, republishable(delivery, { [REDELIVERIES_HEADER]: seen }));
-      await delivery.ack();
-      return null;
     } catch (error) {
       this.log.warning(`Could not count the redelivery of ${deliveryInfo.deliveryTag} (${String(error)}); running it as is`);
       return counted;
     }
+    // The counted copy is out: this one must not also run here, whether or not its ack lands. If the ack fails (the
+    // claim was taken back meanwhile), the broker holds the original again as well; a redelivered copy of a task
+    // that already succeeded is then acknowledged without running (see #succeededBefore).
+    await delivery.ack().catch((error: unknown) => {
+      this.log.warning(`Handed ${deliveryInfo.deliveryTag} on as a counted copy, but the original's ack failed (${String(error)}); it will be redelivered`);
+    });
+    return null;
   }
 
   /** Hands a request to the pool, through its task's rate limit. */
