@@ -187,8 +187,8 @@ class AmnesiacDelivery implements Delivery {
   ack(): Promise<void> {
     return this.#inner.ack();
   }
-  reject(): Promise<void> {
-    return this.#inner.reject();
+  reject(reason?: string): Promise<void> {
+    return this.#inner.reject(reason);
   }
   requeue(): Promise<void> {
     return this.#inner.requeue();

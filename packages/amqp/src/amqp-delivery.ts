@@ -23,6 +23,7 @@ export class AmqpDelivery<O> extends BaseDelivery {
     this.#origin = origin;
   }
 
+  /** RabbitMQ keeps no reason with a reject (its `x-death` says `rejected`); the worker logs it. */
   protected settle(action: SettleAction): Promise<void> {
     return this.#settler.settle(this.#origin, action);
   }

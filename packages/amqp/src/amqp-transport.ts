@@ -4,6 +4,7 @@ import {
   QueueNotFound,
   TypedEmitter,
   type Channel,
+  type DeadLetterBox,
   type Transport,
   type TransportCapabilities,
   type TransportDescription,
@@ -15,6 +16,7 @@ import { isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
 import { parseAmqpUrl, type AmqpUrl } from './amqp-url';
 import { ChannelSlot, closeQuietly } from './channel-slot';
 import { ConnectionSupervisor } from './connection-supervisor';
+import { AmqpDeadLetters } from './dead-letter-queue';
 import { bindExchangeOn, bindQueueOn, declareEntry, declareExchangeOn, declareQueueOn, describeEntry } from './declarations';
 import { DelayLadder } from './delay-ladder';
 import { resolveOptions, type AmqpTransportOptions, type DelayQueueType, type ResolvedAmqpOptions } from './options';
@@ -93,6 +95,11 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
     const channel = new AmqpChannel(this);
     this.#channels.add(channel);
     return channel;
+  }
+
+  /** The dead-letter queues your task queues dead-letter to, for `kq dlq` (name one with `-Q`). */
+  deadLetters(): DeadLetterBox {
+    return new AmqpDeadLetters(() => this.createChannel());
   }
 
   describe(): TransportDescription {

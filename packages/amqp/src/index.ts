@@ -3,6 +3,7 @@ import type { TransportOptions } from '@kq/core';
 import { AmqpTransport } from './amqp-transport';
 import type { AmqpTransportOptions } from './options';
 
+export { AmqpDeadLetters } from './dead-letter-queue';
 export { AmqpTransport, AMQP_MAX_PRIORITY } from './amqp-transport';
 export type { AmqpTransportOptions, DelayQueueType } from './options';
 export { ConsumerCancelled } from './amqp-errors';

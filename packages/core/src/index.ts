@@ -72,6 +72,7 @@ export { LamportClock, compareTimetuples, type TimeTuple } from './lamport-clock
 export { RoundRobinCycle } from './round-robin-cycle';
 export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
 export { randomUuid } from './random-uuid';
+export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
 export { comparePythonStrings } from './python-string-order';

@@ -74,8 +74,11 @@ export interface Delivery extends OutgoingMessage {
   readonly stale: boolean;
   /** Remove the message from the queue for good. */
   ack(): Promise<void>;
-  /** Refuse the message without requeueing it: dead-lettered where the queue has a dead-letter exchange, else dropped. */
-  reject(): Promise<void>;
+  /**
+   * Refuse the message without requeueing it: dead-lettered where the queue has a dead-letter exchange, else kept
+   * by stores that keep rejected messages (Redis: `kq dlq list`), else dropped. `reason` is kept with it there.
+   */
+  reject(reason?: string): Promise<void>;
   /** Refuse the message and put it back on its queue; it is delivered again with `redelivered` set. */
   requeue(): Promise<void>;
   /** Deserialize the body according to its content type (and `compression` header). */
@@ -136,8 +139,8 @@ export abstract class BaseDelivery implements Delivery {
     return this.#settle('ack', 'acked');
   }
 
-  reject(): Promise<void> {
-    return this.#settle('reject', 'rejected');
+  reject(reason?: string): Promise<void> {
+    return this.#settle('reject', 'rejected', reason);
   }
 
   requeue(): Promise<void> {
@@ -153,10 +156,11 @@ export abstract class BaseDelivery implements Delivery {
     ) as T;
   }
 
-  protected abstract settle(action: SettleAction): Promise<void>;
+  /** `reason` comes with a reject only. */
+  protected abstract settle(action: SettleAction, reason?: string): Promise<void>;
 
   // Not async: every message is settled once, and the transport's promise is handed back as it is.
-  #settle(action: SettleAction, next: DeliveryState): Promise<void> {
+  #settle(action: SettleAction, next: DeliveryState, reason?: string): Promise<void> {
     if (this.#state !== 'received') {
       const why = this.noAck ? 'it was consumed with noAck, so the broker already forgot it' : `it is already ${this.#state}`;
       return Promise.reject(
@@ -166,7 +170,7 @@ export abstract class BaseDelivery implements Delivery {
     // The state moves before the round trip so a concurrent second call fails fast instead of double-settling.
     this.#state = next;
     try {
-      return this.settle(action);
+      return this.settle(action, reason);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -7,6 +7,7 @@ export { RedisTransport } from './redis-transport';
 export { RedisResultBackend, createResultBackend, type RedisResultBackendOptions } from './redis-result-backend';
 export type { RedisTransportOptions, RedisTransportLogger } from './redis-options';
 export { RedisStore, type RedisClaim, type RedisStoreStats } from './redis-store';
+export { DeadLetterList, DEFAULT_DEAD_LETTER_MAX } from './dead-letter-list';
 export { RedisFanoutBus } from './redis-fanout-bus';
 export { KeyLayout, KOMBU_SEP, DEFAULT_KEY_NAMES, type KeyNames, type ListKey, type BindingMember } from './key-layout';
 export { encodeEnvelope, decodeEnvelope, markRedelivered, envelopePriority, MalformedEnvelope } from '@kq/core';

@@ -19,6 +19,8 @@ export interface KeyNames {
   delayedNudge: string;
   /** kq: list of envelopes kq could not read, with the reason (newest first). */
   quarantine: string;
+  /** kq: list of rejected task messages whose queue has no dead-letter exchange, with the reason (newest first). */
+  dead: string;
   /** kq: hash exchange name → declaration (Kombu keeps exchange types in process memory only). */
   exchanges: string;
   /** kq: hash queue name → declaration options (for dead-lettering and checkQueue across processes). */
@@ -34,6 +36,7 @@ export const DEFAULT_KEY_NAMES: KeyNames = {
   delayed: '_kq.delayed',
   delayedNudge: '_kq.delayed.nudge',
   quarantine: '_kq.quarantine',
+  dead: '_kq.dead',
   exchanges: '_kq.exchanges',
   queues: '_kq.queues',
 };

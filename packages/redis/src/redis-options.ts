@@ -28,6 +28,8 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
    * process's sweep restores the delivery once the lease has run out. Default 30 000.
    */
   leaseMs?: number;
+  /** Most rejected task messages kept in `_kq.dead` for `kq dlq`; older ones are dropped. Default 10 000. */
+  deadLetterMax?: number;
   /** Heartbeat period of held deliveries. Default min(leaseMs, visibilityTimeout) / 3, so neither runs out on a live one. */
   leaseRenewIntervalMs?: number;
   /** How often a consuming kq process looks for expired leases. Default min(leaseMs / 2, 5000). */

@@ -19,6 +19,7 @@ import { AckBatcher, type PendingAck } from './ack-batcher';
 import { PushBatcher } from './push-batcher';
 import { BlockingPool } from './blocking-pool';
 import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
+import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
@@ -78,6 +79,8 @@ export interface RedisStoreSettings {
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
+  /** Most rejected messages kept in `_kq.dead` (default 10 000). */
+  deadLetterMax?: number;
   /** Kombu `unacked_mutex_expire`, seconds. */
   unackedMutexExpire: number;
   unackedRestoreLimit: number;
@@ -126,6 +129,8 @@ export class RedisStore implements VirtualStore {
   readonly #settings: RedisStoreSettings;
   readonly #leases: LeaseKeeper;
   readonly #acks: AckBatcher<RedisClaim>;
+  /** Rejected task messages with no dead-letter exchange to go to (`_kq.dead`). */
+  readonly deadLetters: DeadLetterList;
   readonly #pushes: PushBatcher;
   /** Exchange types this process knows (declared, looked up or inferred), for binding patterns. */
   readonly #exchangeTypes = new Map<string, ExchangeType>();
@@ -157,6 +162,7 @@ export class RedisStore implements VirtualStore {
       holding: (count, error) =>
         this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
     });
+    this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
     this.#leases = new LeaseKeeper({
       intervalMs: settings.leaseRenewIntervalMs,
@@ -501,6 +507,10 @@ export class RedisStore implements VirtualStore {
     this.#leases.release(token);
     const done = await RESTORE.run(this.commands, [...this.#claimKeys(), target, this.#requestKey()], [tag, token, position, envelope]);
     if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
+  }
+
+  keepRejected(claim: Claim, reason: string): Promise<void> {
+    return this.deadLetters.keep(claim.queue, (claim as RedisClaim).raw, reason);
   }
 
   /** A claim is ours while its record is on its way, and after that while no heartbeat found its lease taken. */

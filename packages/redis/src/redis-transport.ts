@@ -3,6 +3,7 @@ import {
   VIRTUAL_MAX_PRIORITY,
   VirtualTransport,
   type Channel,
+  type DeadLetterBox,
   type Exchange,
   type TransportDescription,
   type VirtualChannel,
@@ -71,6 +72,7 @@ export class RedisTransport extends VirtualTransport {
       leaseSweepIntervalMs: positive(options.sweepIntervalMs, 'sweepIntervalMs') ?? Math.max(50, Math.min(Math.floor(leaseMs / 2), 5000)),
       visibilitySweepIntervalMs: positive(options.visibilitySweepIntervalMs, 'visibilitySweepIntervalMs') ?? DEFAULTS.visibilitySweepIntervalMs,
       visibilityTimeout,
+      ...(options.deadLetterMax === undefined ? {} : { deadLetterMax: positive(options.deadLetterMax, 'deadLetterMax') as number }),
       unackedMutexExpire: positive(options.unackedMutexExpire, 'unackedMutexExpire') ?? DEFAULTS.unackedMutexExpire,
       unackedRestoreLimit: positive(options.unackedRestoreLimit, 'unackedRestoreLimit') ?? DEFAULTS.unackedRestoreLimit,
       promoteDelayed: options.promoteDelayed ?? true,
@@ -111,6 +113,11 @@ export class RedisTransport extends VirtualTransport {
   }
 
   /** Where it connects (no password), the database as `virtualHost`. */
+  /** Rejected task messages kept in `_kq.dead` (RabbitMQ would dead-letter them; Kombu's Redis drops them). */
+  deadLetters(): DeadLetterBox {
+    return this.redisStore.deadLetters;
+  }
+
   describe(): TransportDescription {
     return { ...this.#endpoint.description };
   }
@@ -199,7 +206,7 @@ function positive(value: number | undefined, name: string): number | undefined {
  * score). A third of the shorter one leaves two heartbeats of slack; a configured interval too slow for the
  * visibility timeout is shortened, with a warning, rather than letting Python's sweep run long tasks twice.
  */
-function renewInterval(configured: unknown, leaseMs: number, visibilityTimeout: number, logger: { warn(message: string): void }): number {
+function renewInterval(configured: number | undefined, leaseMs: number, visibilityTimeout: number, logger: { warn(message: string): void }): number {
   const visibilityMs = visibilityTimeout * 1000;
   const safe = Math.max(50, Math.floor(Math.min(leaseMs, visibilityMs) / 3));
   const explicit = positive(configured, 'leaseRenewIntervalMs');

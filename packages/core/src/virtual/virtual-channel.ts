@@ -44,7 +44,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   #open = true;
   /** Settles this channel's deliveries (one object for all of them, rather than a closure each). */
   readonly #settler: ClaimSettler<VirtualConsumer> = {
-    settle: (claim, action, consumer) => this.#settle(claim as Claim, action, consumer),
+    settle: (claim, action, consumer, reason) => this.#settle(claim as Claim, action, consumer, reason),
     holds: (claim) => claim !== undefined && this.#unsettled.has(claim) && (this.transport.store.holds?.(claim) ?? true),
   };
 
@@ -399,7 +399,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   }
 
   /** Not async on the ack path: the store's promise is the delivery's, instead of one more wrapped around it. */
-  #settle(claim: Claim, action: SettleAction, consumer: VirtualConsumer | undefined): Promise<void> {
+  #settle(claim: Claim, action: SettleAction, consumer: VirtualConsumer | undefined, reason?: string): Promise<void> {
     if (!this.#unsettled.delete(claim)) {
       return Promise.reject(
         new ChannelClosed(
@@ -416,13 +416,13 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#reject(claim);
+    return this.#reject(claim, reason);
   }
 
-  async #reject(claim: Claim): Promise<void> {
+  async #reject(claim: Claim, reason: string | undefined): Promise<void> {
     const store = this.transport.store;
     try {
-      await this.#deadLetter(claim);
+      await this.#deadLetter(claim, reason);
     } catch (error) {
       // Dead-lettering failed (its exchange is not declared, the store is down): keep the message rather than
       // drop it — it goes back to its queue, and the caller learns why.
@@ -432,10 +432,16 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     return store.ack(claim);
   }
 
-  /** Republish a rejected message to its queue's dead-letter exchange, with RabbitMQ's `x-death` record. */
-  async #deadLetter(claim: Claim): Promise<void> {
+  /**
+   * Republish a rejected message to its queue's dead-letter exchange, with RabbitMQ's `x-death` record; without one,
+   * the store keeps it where it can (Redis: `_kq.dead`), else it is dropped.
+   */
+  async #deadLetter(claim: Claim, reason: string | undefined): Promise<void> {
     const queue = await this.transport.queueDeclaration(claim.queue);
-    if (queue?.deadLetterExchange === undefined) return;
+    if (queue?.deadLetterExchange === undefined) {
+      await this.transport.store.keepRejected?.(claim, reason ?? 'rejected');
+      return;
+    }
     const { message } = claim;
     const headers: Headers = { ...message.headers, 'x-death': xDeath(message, claim.queue) };
     await this.publish(queue.deadLetterExchange, queue.deadLetterRoutingKey ?? message.routingKey, {

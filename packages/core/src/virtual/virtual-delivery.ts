@@ -6,7 +6,7 @@ export type SettleAction = 'ack' | 'reject' | 'requeue';
 /** The channel side of a virtual delivery: settles a claim, and knows whether it still holds it. */
 export interface ClaimSettler<C> {
   /** `claim` is undefined for a delivery nothing stored (live fanout). */
-  settle(claim: Claim | undefined, action: SettleAction, consumer: C | undefined): Promise<void>;
+  settle(claim: Claim | undefined, action: SettleAction, consumer: C | undefined, reason?: string): Promise<void>;
   holds(claim: Claim | undefined): boolean;
 }
 
@@ -26,8 +26,8 @@ export class VirtualDelivery<C = unknown> extends BaseDelivery {
     this.#consumer = consumer;
   }
 
-  protected settle(action: SettleAction): Promise<void> {
-    return this.#settler.settle(this.#claim, action, this.#consumer);
+  protected settle(action: SettleAction, reason?: string): Promise<void> {
+    return this.#settler.settle(this.#claim, action, this.#consumer, reason);
   }
 
   protected override isStale(): boolean {

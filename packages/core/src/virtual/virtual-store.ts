@@ -137,6 +137,11 @@ export interface VirtualStore {
    * consumer): the delivery reports `stale` and a worker does not start it. Optional; default: held until settled.
    */
   holds?(claim: Claim): boolean;
+  /**
+   * Keeps a rejected message whose queue has no dead-letter exchange, with the reason, where `kq dlq` finds it
+   * (the channel acks the claim afterwards). Optional: without it such messages are dropped, as Kombu drops them.
+   */
+  keepRejected?(claim: Claim, reason: string): Promise<void>;
   /** Forget a claimed message. May throw `StaleDeliveryError` when the claim is no longer ours. */
   ack(claim: Claim): Promise<void>;
   /**

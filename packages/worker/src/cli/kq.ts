@@ -9,6 +9,7 @@ import { WORKER_CLUSTER_FLAGS, clusterOptionsFromFlags } from '../cluster/cluste
 import { clusterSteps } from '../cluster/cluster-steps';
 import { periodicStep } from '../periodic/periodic-step';
 import { beatCommand, BEAT_USAGE } from './beat-command';
+import { dlqCommand, DLQ_USAGE } from './dlq-command';
 import { eventsCommand } from './events-command';
 import { loadApp } from './load-app';
 import { remoteCommand, statusCommand } from './remote-command';
@@ -27,6 +28,7 @@ Usage:
   kq control <command> [args...] [-b url] [-d name@host,...] [--timeout s] [-j] [--args '{...}']
   kq status  [-b url] [-d name@host,...] [--timeout s] [-j]
   kq events  [-A module] [-b url] [--dump] [-F seconds]
+  ${DLQ_USAGE}
   ${BEAT_USAGE}
 
 The broker defaults to KQ_BROKER_URL (or CELERY_BROKER_URL), else memory://.`;
@@ -62,6 +64,8 @@ async function main(argv: string[]): Promise<number> {
       return eventsCommand(rest);
     case 'beat':
       return beatCommand(rest);
+    case 'dlq':
+      return dlqCommand(rest);
     default:
       console.error(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
       return 64;

@@ -212,7 +212,7 @@ export class Request {
     worker.emitTask('failed', this, { exception: error });
     await this.#sendErrbacks();
     const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
-    await this.#settle(ackAnyway ? 'ack' : 'reject');
+    await this.#settle(ackAnyway ? 'ack' : 'reject', describe(error));
     return 'failed';
   }
 
@@ -288,7 +288,7 @@ export class Request {
       worker.log.info(`Task ${this.name}[${this.id}] rejected (requeue=${error.requeue}): ${error.reason}`);
       if (!error.requeue) await this.#store('REJECTED', exceptionInfo(error), null);
       worker.emitTask('rejected', this, { requeue: error.requeue });
-      await this.#settle(error.requeue ? 'requeue' : 'reject');
+      await this.#settle(error.requeue ? 'requeue' : 'reject', `Reject: ${error.reason}`);
       return 'rejected';
     }
     if (error instanceof Ignore) {
@@ -310,7 +310,7 @@ export class Request {
     await this.#sendErrbacks();
     if (this.acksLate) {
       const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
-      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject');
+      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describe(error));
     }
     return 'failed';
   }
@@ -423,11 +423,12 @@ export class Request {
     }
   }
 
-  async #settle(action: 'ack' | 'reject' | 'requeue'): Promise<void> {
+  /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
+  async #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> {
     if (this.delivery.acknowledged) return;
     try {
       if (action === 'ack') await this.delivery.ack();
-      else if (action === 'reject') await this.delivery.reject();
+      else if (action === 'reject') await this.delivery.reject(reason);
       else await this.delivery.requeue();
     } catch (error) {
       // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,

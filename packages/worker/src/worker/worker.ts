@@ -329,7 +329,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       this.log.error(reason);
       this.emit('rejected', delivery, new InvalidTaskError(reason));
       await this.#storeFailure(message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
-      await delivery.reject().catch(() => undefined);
+      await delivery.reject(`WorkerLostError: ${reason}`).catch(() => undefined);
       return;
     }
     if ((message.expires || this.state.revoked.has(message.id)) && request.isRevoked()) {
@@ -447,7 +447,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   async #rejectMessage(delivery: Delivery, reason: Error): Promise<void> {
     this.log.error(`Rejected message ${delivery.deliveryInfo.deliveryTag} from ${delivery.deliveryInfo.queue}: ${reason.name}: ${reason.message}`);
     this.emit('rejected', delivery, reason);
-    if (!delivery.acknowledged) await delivery.reject().catch((error: unknown) => this.log.warning(`could not reject: ${String(error)}`));
+    if (!delivery.acknowledged) {
+      await delivery.reject(`${reason.name}: ${reason.message}`).catch((error: unknown) => this.log.warning(`could not reject: ${String(error)}`));
+    }
   }
 
   async #storeFailure(message: TaskMessage, info: { exc_type: string; exc_message: unknown[]; exc_module: string }): Promise<void> {
