@@ -1,0 +1,44 @@
+import { cpus } from 'node:os';
+import type { ScenarioResult } from './runner';
+import type { Scenario } from './scenario';
+
+/** The results as a markdown table, one row per scenario and broker. */
+export function resultTable(results: readonly ScenarioResult[]): string {
+  const rows = results.map((r) =>
+    [
+      r.scenario,
+      r.broker === 'amqp' ? 'RabbitMQ' : 'Redis',
+      r.sent,
+      r.lost,
+      r.duplicates,
+      r.inFlight,
+      r.resumeMs === null ? '—' : `${(r.resumeMs / 1000).toFixed(2)} s`,
+      r.maxRssMiB,
+      r.passed ? 'pass' : `**FAIL**${r.note ? ` (${r.note})` : ''}`,
+    ].join(' | '),
+  );
+  return [
+    '| scenario | broker | tasks | lost | duplicate runs | in flight at the fault | time to resume | worker RSS (MiB) | verdict |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((row) => `| ${row} |`),
+  ].join('\n');
+}
+
+/** faults/RESULTS.md: when and where, the table, and what each scenario did. */
+export function resultsDocument(results: readonly ScenarioResult[], scenarios: readonly Scenario[], smoke: boolean): string {
+  const ran = new Set(results.map((r) => r.scenario));
+  return [
+    '# kq fault suite: results',
+    '',
+    `${smoke ? 'Smoke run' : 'Full run'} of \`pnpm faults${smoke ? ':smoke' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
+      `Node ${process.version}, ${cpus().length} CPUs. Private Redis (AOF, fsync always) and RabbitMQ nodes; acks-late tasks.`,
+    '',
+    resultTable(results),
+    '',
+    'A scenario passes when no task is lost, the worker is up at the end, and duplicate runs are at most the tasks that',
+    'were running at the fault (acks late: a task cut off mid-run runs again; nothing else may).',
+    '',
+    ...scenarios.filter((s) => ran.has(s.name)).map((s) => `- **${s.name}**: ${s.description}.`),
+    '',
+  ].join('\n');
+}
