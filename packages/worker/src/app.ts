@@ -56,10 +56,17 @@ export class App {
     this.log = new Logger(name);
   }
 
-  /** Registers a task. The function receives a `TaskContext` first, then the positional args. */
-  task<A extends unknown[], R>(name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}): Task<A, R> {
+  /**
+   * Registers a task. The function receives a `TaskContext` first, then its arguments; declare their names
+   * (`{ params: ['x', 'y'] }`) to take keyword arguments too, as a Python caller sends them.
+   */
+  task<A extends unknown[], R, const N extends readonly string[] = never>(
+    name: string,
+    fn: TaskFunction<A, R>,
+    options: TaskOptions<N> = {},
+  ): Task<A, R, N> {
     if (this.tasks.has(name)) throw new KqError(`A task named ${JSON.stringify(name)} is already registered in app ${this.name}.`);
-    const task = new Task<A, R>(this, name, fn, options);
+    const task = new Task<A, R, N>(this, name, fn, options);
     this.tasks.set(name, task as unknown as Task<never[], unknown>);
     return task;
   }

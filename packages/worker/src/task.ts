@@ -3,12 +3,19 @@ import type { App } from './app';
 import type { SignatureJson } from './protocol/index';
 import type { AsyncResult } from './results/index';
 import { Signature } from './signature';
+import { bindArguments, parseParameters, type KwargsOf, type TaskParameter } from './task-arguments';
 import type { TaskContext } from './task-context';
 
 type ErrorClass = abstract new (...args: never[]) => Error;
 
 /** Per-task settings; unset ones fall back to the app's `task*` configuration (Celery's task attributes). */
-export interface TaskOptions {
+export interface TaskOptions<N extends readonly string[] = readonly string[]> {
+  /**
+   * The function's parameter names after the context, in order (`'y?'` for one with a default): keyword arguments —
+   * a Python caller's `send_task('proj.add', kwargs={'x': 2, 'y': 5})` — are bound to them as Python binds them, and
+   * a call that does not fit fails with Python's `TypeError`. Without it the task takes positional arguments only.
+   */
+  params?: N;
   queue?: string;
   exchange?: string;
   routingKey?: string;
@@ -83,21 +90,39 @@ export interface TaskCall {
 
 export type TaskFunction<A extends unknown[], R> = (ctx: TaskContext, ...args: A) => R | Promise<R>;
 
+/** The keyword arguments a call may pass: typed by name when the task declares its parameters, else any. */
+export type TaskKwargs<N extends readonly string[], A extends unknown[]> = [N] extends [never] ? Record<string, unknown> : KwargsOf<N, A>;
+
+/** `applyAsync` options with the task's keyword arguments typed. */
+export type TaskApplyOptions<N extends readonly string[], A extends unknown[]> = Omit<ApplyOptions, 'kwargs'> & { kwargs?: TaskKwargs<N, A> };
+
 /**
  * A registered task. Call it remotely with `delay(...args)` or `applyAsync(args, options)`; pass it around as a
  * `signature()`. The function receives a `TaskContext` first (request, AbortSignal, `retry()`), then its args.
  */
-export class Task<A extends unknown[] = unknown[], R = unknown> {
+export class Task<A extends unknown[] = unknown[], R = unknown, N extends readonly string[] = never> {
   readonly app: App;
   readonly name: string;
   readonly fn: TaskFunction<A, R>;
   readonly options: Readonly<TaskOptions>;
+  /** The declared parameters (`options.params`), or undefined: positional arguments only. */
+  readonly parameters: readonly TaskParameter[] | undefined;
+  /** What Python's messages call the function: the task name's last part (`proj.add` → `add`). */
+  readonly functionName: string;
 
   constructor(app: App, name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}) {
     this.app = app;
     this.name = name;
     this.fn = fn;
     this.options = options;
+    this.parameters = options.params ? parseParameters(name, options.params) : undefined;
+    this.functionName = name.slice(name.lastIndexOf('.') + 1) || name;
+  }
+
+  /** Calls the function for a received request, with its keyword arguments bound to the declared parameters. */
+  invoke(context: TaskContext): R | Promise<R> {
+    const { args, kwargs } = context.request;
+    return this.fn(context, ...(bindArguments(this.functionName, this.parameters, args, kwargs) as A));
   }
 
   /** Sends the task with these positional arguments. */
@@ -105,10 +130,13 @@ export class Task<A extends unknown[] = unknown[], R = unknown> {
     return this.applyAsync(args);
   }
 
-  /** Sends the task with arguments and options (countdown, eta, expires, priority, queue, ...). */
-  applyAsync(args?: A, options: ApplyOptions = {}): Promise<AsyncResult<Awaited<R>>> {
-    const withDefaults = this.#withDefaults(options);
-    return this.app.sendTask<Awaited<R>>(this.name, args ?? [], withDefaults.kwargs ?? {}, withDefaults);
+  /**
+   * Sends the task with arguments and options (countdown, eta, expires, priority, queue, ...). With declared
+   * `params`, arguments may go by name: `add.applyAsync([], { kwargs: { x: 2, y: 5 } })`.
+   */
+  applyAsync(args?: A | Partial<A>, options: TaskApplyOptions<N, A> = {}): Promise<AsyncResult<Awaited<R>>> {
+    const withDefaults = this.#withDefaults(options as ApplyOptions);
+    return this.app.sendTask<Awaited<R>>(this.name, (args ?? []) as unknown[], withDefaults.kwargs ?? {}, withDefaults);
   }
 
   /**

@@ -43,9 +43,9 @@ for (const setup of setups) {
     let pythonWorker: ChildProcess;
     let kqRetries = 0;
 
-    const sendFromPython = (name: string, args: unknown[] = [], options: Record<string, unknown> = {}): Promise<PythonOutcome> =>
+    const sendFromPython = (name: string, args: unknown[] = [], options: Record<string, unknown> = {}, kwargs: Record<string, unknown> = {}): Promise<PythonOutcome> =>
       new Promise((resolve, reject) => {
-        const child = spawn(pythonInterpreter, ['celery_client.py', JSON.stringify({ name, args, options: { queue: `${ns}.kq`, ...options } })], {
+        const child = spawn(pythonInterpreter, ['celery_client.py', JSON.stringify({ name, args, kwargs, options: { queue: `${ns}.kq`, ...options } })], {
           cwd: interopDir,
           env: { ...process.env, ...env },
         });
@@ -65,6 +65,7 @@ for (const setup of setups) {
     beforeAll(async () => {
       app = new App('interop', { broker: setup.broker, backend: setup.backend, controlExchange: ns, taskDefaultQueue: `${ns}.kq`, resultExpires: 600 });
       app.task('interop.kq_add', (_ctx, x: number, y: number) => x + y);
+      app.task('interop.kq_kwadd', (_ctx, x: number, y: number, scale: number = 1) => (x + y) * scale, { params: ['x', 'y', 'scale?'] });
       app.task('interop.kq_fail', () => {
         throw new RangeError('kq says no');
       });
@@ -94,6 +95,26 @@ for (const setup of setups) {
 
     it('runs a task sent by Python and Python reads the result', async () => {
       expect(await sendFromPython('interop.kq_add', [2, 3])).toMatchObject({ status: 'SUCCESS', result: 5 });
+    });
+
+    it("binds a Python caller's keyword arguments to the kq task's declared parameters", async () => {
+      expect(await sendFromPython('interop.kq_kwadd', [], {}, { x: 2, y: 5 })).toMatchObject({ status: 'SUCCESS', result: 7 });
+      expect(await sendFromPython('interop.kq_kwadd', [2], {}, { y: 5, scale: 10 })).toMatchObject({ status: 'SUCCESS', result: 70 });
+    });
+
+    it("fails a Python call that does not fit the kq task's parameters with Python's TypeError", async () => {
+      const unexpected = await sendFromPython('interop.kq_kwadd', [1], {}, { z: 2 });
+      expect(unexpected).toMatchObject({ status: 'FAILURE', exc_type: 'TypeError' });
+      expect(unexpected.exc).toContain("kq_kwadd() got an unexpected keyword argument 'z'");
+      const missing = await sendFromPython('interop.kq_kwadd', [], {}, { x: 1 });
+      expect(missing.exc).toContain("kq_kwadd() missing 1 required positional argument: 'y'");
+      // A task that declares no parameters cannot place keyword arguments: a TypeError too, never a silent null.
+      expect(await sendFromPython('interop.kq_add', [], {}, { x: 2, y: 5 })).toMatchObject({ status: 'FAILURE', exc_type: 'TypeError' });
+    });
+
+    it('sends keyword arguments a Python task binds by name', async () => {
+      const result = await app.sendTask<number>('interop.py_add', [], { x: 20, y: 22 }, { queue: `${ns}.py` });
+      expect(await result.get({ timeout: 20_000 })).toBe(42);
     });
 
     it('reports a kq failure to Python as an exception', async () => {

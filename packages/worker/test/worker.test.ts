@@ -50,14 +50,18 @@ describe('Worker on memory://', () => {
 
   it('passes kwargs and the request through the context', async () => {
     const seen: unknown[] = [];
-    const echo = app.task('echo', (ctx, a: string) => {
-      seen.push([a, ctx.request.kwargs, ctx.request.retries, ctx.request.hostname]);
-      return ctx.request.id;
-    });
+    const echo = app.task(
+      'echo',
+      (ctx, a: string, k?: number) => {
+        seen.push([a, k, ctx.request.kwargs, ctx.request.retries, ctx.request.hostname]);
+        return ctx.request.id;
+      },
+      { params: ['a', 'k?'] },
+    );
     await startWorker();
     const result = await echo.applyAsync(['x'], { kwargs: { k: 1 }, taskId: 'my-id' });
     expect(await result.get({ timeout: 5000 })).toBe('my-id');
-    expect(seen).toEqual([['x', { k: 1 }, 0, worker.hostname]]);
+    expect(seen).toEqual([['x', 1, { k: 1 }, 0, worker.hostname]]);
   });
 
   it("stores failures in Celery's shape and get() raises", async () => {

@@ -163,7 +163,7 @@ export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicT
     this.deadLetterQueue = new Queue(options.deadLetterQueue ?? `${name}.periodic.dead`, { durable: true });
     const taskOptions = Object.fromEntries(Object.entries(options).filter(([key]) => !PERIODIC_OPTION_KEYS.has(key))) as PassedTaskOptions;
     // acksLate: a run whose worker dies is delivered again instead of being lost, and the cycle with it.
-    this.task = app.task<A, R | undefined>(name, (ctx, ...args) => this.#run(ctx, args), { ...taskOptions, acksLate: true, maxRetries: 0 });
+    this.task = app.task<A, R | undefined, readonly string[]>(name, (ctx, ...args) => this.#run(ctx, args), { ...taskOptions, acksLate: true, maxRetries: 0 });
   }
 
   /** The broker-side register of this task's cycle. */

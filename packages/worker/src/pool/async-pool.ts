@@ -46,8 +46,7 @@ export class AsyncPool implements Pool {
    * cannot be killed: on a kill the worker stops waiting for it and frees the slot.
    */
   run(context: TaskContext): Promise<unknown> {
-    const fn = context.task.fn as (ctx: TaskContext, ...args: unknown[]) => unknown;
-    return Promise.resolve().then(() => fn(context, ...context.request.args));
+    return Promise.resolve().then(() => context.task.invoke(context));
   }
 
   grow(n: number): void {

@@ -101,10 +101,9 @@ export class ChildRuntime {
       if (!task) throw new NotRegistered(request.name);
       const log = new Logger(task.name, { level: this.#loglevel, sink: (record) => this.#log(id, record.level, record.logger, record.message) });
       const context = new TaskContext(app, task as unknown as Task, request, controller.signal, log);
-      const fn = task.fn as (ctx: TaskContext, ...args: unknown[]) => unknown;
       let value: unknown;
       try {
-        value = await fn(context, ...request.args);
+        value = await context.task.invoke(context);
       } catch (error) {
         throw await autoretry(context, error);
       }
