@@ -23,12 +23,13 @@ export interface ResultMeta {
   date_done: string | null;
   group_id?: string | null;
   parent_id?: string | null;
-  name?: string;
-  args?: unknown[];
-  kwargs?: Record<string, unknown>;
-  worker?: string;
-  retries?: number;
-  queue?: string;
+  // Extended fields (`result_extended`): null where the request did not know them (an unknown task's failure).
+  name?: string | null;
+  args?: unknown[] | null;
+  kwargs?: Record<string, unknown> | null;
+  worker?: string | null;
+  retries?: number | null;
+  queue?: string | null;
   task_id: string;
 }
 

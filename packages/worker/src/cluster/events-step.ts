@@ -1,3 +1,4 @@
+import { pythonStringRepr } from '@kq/core';
 import type { Request } from '../worker/request';
 import type { WorkerStep } from '../worker/bootstep';
 import type { Worker } from '../worker/worker';
@@ -37,11 +38,13 @@ export class EventsStep implements WorkerStep {
     });
     this.#worker = worker;
     worker.on('task', this.#forward);
+    worker.on('unknownTask', this.#unknown);
   }
 
   async stop(worker: Worker): Promise<void> {
     if (this.#worker !== worker) return;
     worker.off('task', this.#forward);
+    worker.off('unknownTask', this.#unknown);
     this.#worker = undefined;
     await this.#context.dispatcher?.close(2000);
   }
@@ -52,6 +55,17 @@ export class EventsStep implements WorkerStep {
     if (!dispatcher?.accepts(type)) return;
     try {
       dispatcher.send(type, taskEventFields(kind, request, details));
+    } catch (error) {
+      if (this.#worker) this.#logError(this.#worker, error instanceof Error ? error : new Error(String(error)));
+    }
+  };
+
+  /** Celery's `on_unknown_task` sends exactly this: the id and `NotRegistered('<name>')`, nothing else. */
+  readonly #unknown = (taskId: string, name: string): void => {
+    const dispatcher = this.#context.dispatcher;
+    if (!dispatcher?.accepts('task-failed')) return;
+    try {
+      dispatcher.send('task-failed', { uuid: taskId, exception: `NotRegistered(${pythonStringRepr(name)})` });
     } catch (error) {
       if (this.#worker) this.#logError(this.#worker, error instanceof Error ? error : new Error(String(error)));
     }

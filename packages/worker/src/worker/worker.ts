@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue } from '@kq/core';
+import { Consumer, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
 import type { App } from '../app';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
@@ -67,6 +67,8 @@ export type WorkerEvents = {
   task: [kind: TaskEventKind, request: Request, fields: Record<string, unknown>];
   /** A message that could not become a task (undecodable, malformed, unknown task, redelivered too often). */
   rejected: [delivery: Delivery, reason: Error];
+  /** A task message named a task this worker does not have (Celery sends `task-failed` for it). */
+  unknownTask: [taskId: string, name: string];
   shutdown: [];
   error: [error: Error];
 };
@@ -310,7 +312,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     if (!task) {
       const error = new NotRegistered(message.name);
       await this.#rejectMessage(delivery, error);
-      await this.#storeFailure(message, { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' });
+      // As Celery's consumer: FAILURE stored with a request that knows only the name — so the extended fields Python
+      // stores for it are all null — and a task-failed event, so monitors (Flower, kq events) see it fail.
+      await this.#storeFailure(
+        message,
+        { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' },
+        { name: null, args: null, kwargs: null, worker: null, retries: null, queue: null },
+      );
+      this.emit('unknownTask', message.id, message.name);
       return;
     }
     const request = new Request(this, delivery, message, task as never);
@@ -452,11 +461,23 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     }
   }
 
-  async #storeFailure(message: TaskMessage, info: { exc_type: string; exc_message: unknown[]; exc_module: string }): Promise<void> {
+  async #storeFailure(
+    message: TaskMessage,
+    info: { exc_type: string; exc_message: unknown[]; exc_module: string },
+    extended: Partial<ResultMeta> = {},
+  ): Promise<void> {
     try {
       const backend = await this.app.backend();
       await backend?.store(
-        { status: 'FAILURE', result: info, traceback: null, children: [], date_done: formatIsoDate(new Date()), task_id: message.id },
+        {
+          status: 'FAILURE',
+          result: info,
+          traceback: null,
+          children: [],
+          date_done: formatIsoDate(new Date()),
+          ...(this.app.conf.resultExtended ? extended : {}),
+          task_id: message.id,
+        },
         { expiresMs: this.app.conf.resultExpires * 1000, ...(message.replyTo ? { replyTo: message.replyTo } : {}), correlationId: message.correlationId },
       );
     } catch (error) {

@@ -12,6 +12,8 @@ app.conf.task_default_queue = os.environ["KQ_INTEROP_PY_QUEUE"]
 app.conf.control_exchange = os.environ.get("KQ_INTEROP_NAMESPACE", "celery")
 app.conf.worker_hijack_root_logger = False
 app.conf.result_expires = 600
+app.conf.result_extended = os.environ.get("KQ_INTEROP_RESULT_EXTENDED") == "1"
+app.conf.event_exchange = os.environ.get("KQ_INTEROP_EVENT_EXCHANGE", "celeryev")
 
 
 @app.task(name="interop.py_add")
