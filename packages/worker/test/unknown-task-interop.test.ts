@@ -9,7 +9,8 @@ import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-ha
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
-import { EventReceiver, type ReceivedEvent } from '../src/events/event-receiver';
+import type { ReceivedEvent } from '../src/events/event';
+import { EventReceiver } from '../src/events/event-receiver';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
 
