@@ -44,6 +44,9 @@ export class App {
   /** The backend once `#backend` has settled, so each send need not await it. */
   #backendReady: ResultBackend | null | undefined;
   #closing: Promise<void> | undefined;
+  /** Loading of the optional codecs the configuration names (msgpack, yaml, bzip2); settled before the first send. */
+  readonly #codecs: Promise<void>;
+  #codecsLoaded = false;
 
   constructor(name: string, config: Partial<AppConfig> = {}) {
     this.name = name;
@@ -51,6 +54,18 @@ export class App {
     // Misconfiguration fails here, at start-up, not as every message being rejected later.
     defaultSerializers.assertAcceptList(this.conf.acceptContent);
     assertTimeZone(this.conf.timezone);
+    // msgpack, yaml and bzip2 live in optional packages: named anywhere in the configuration, they are loaded now,
+    // so `acceptContent: ['json', 'msgpack']` works with no other call.
+    const { acceptContent, taskSerializer, resultSerializer, taskCompression } = this.conf;
+    this.#codecs = defaultSerializers
+      .enable([...acceptContent, taskSerializer, resultSerializer, taskCompression])
+      // bzip2 is one of Kombu's built-in compressions, so any Celery client may send it: loaded whenever its optional
+      // package (compressjs) is installed, named or not.
+      .then(() => defaultSerializers.enable(['bzip2']).catch(() => undefined))
+      .then(() => {
+        this.#codecsLoaded = true;
+      });
+    this.#codecs.catch(() => undefined); // reported by codecsReady(), where it is awaited
     this.router = new Router(this.conf);
     this.control = new Control(this);
     this.log = new Logger(name);
@@ -140,8 +155,14 @@ export class App {
     return new AsyncResult<R>(id, this.#backendReady !== undefined ? this.#backendReady : await this.backend());
   }
 
+  /** Resolves once the serializers and compression the configuration names are loaded (rejects if one is missing). */
+  codecsReady(): Promise<void> {
+    return this.#codecs;
+  }
+
   /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
+    if (!this.#codecsLoaded) await this.#codecs;
     const prepared = prepareTaskMessage(this, name, args, options, Date.now(), embed);
     const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
     if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
@@ -160,6 +181,7 @@ export class App {
    * Resolves to their results, in call order, once the broker has them all; when it rejects, some may have been sent.
    */
   async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
+    if (!this.#codecsLoaded) await this.#codecs;
     const nowMs = Date.now();
     const prepared = calls.map((call) => {
       const kwargs = call.kwargs ?? {};

@@ -1,8 +1,10 @@
 import { ContentDisallowed, EncodeError, KqError, DecodeError, SerializerNotRegistered } from '../errors';
 import type { Codec } from './codec';
-import { compress, decompress } from './compression';
+import { compress, decompress, hasCompression, registerCompression } from './compression';
 import { jsonCodec } from './json-codec';
+import { loadBzip2Compression } from './bzip2-compression';
 import { loadMsgpackCodec } from './msgpack-codec';
+import { loadYamlCodec } from './yaml-codec';
 import { rawCodec } from './raw-codec';
 
 /** An encoded message body and the properties that describe it. */
@@ -116,6 +118,25 @@ export class SerializerRegistry {
   async enableMsgpack(): Promise<void> {
     if (this.#byName.has('msgpack')) return;
     this.register(await loadMsgpackCodec());
+  }
+
+  /**
+   * Loads what the named serializers and compression methods need (names or content types, as in an accept list):
+   * `msgpack`, `yaml` and `bzip2` come from optional packages, so an app that names them in `acceptContent`,
+   * `taskSerializer` or `taskCompression` works with no other call. Names kq cannot load (`pickle`) are left alone:
+   * their content is refused when it arrives.
+   */
+  async enable(names: readonly (string | null | undefined)[]): Promise<void> {
+    const wanted = new Set(names.filter((name): name is string => typeof name === 'string'));
+    const loads: Promise<void>[] = [];
+    if ((wanted.has('msgpack') || wanted.has('application/x-msgpack')) && !this.#byName.has('msgpack')) loads.push(this.enableMsgpack());
+    if ((wanted.has('yaml') || wanted.has('application/x-yaml')) && !this.#byName.has('yaml')) {
+      loads.push(loadYamlCodec().then((codec) => this.register(codec)));
+    }
+    if ((wanted.has('bzip2') || wanted.has('bzip') || wanted.has('application/x-bz2')) && !hasCompression('application/x-bz2')) {
+      loads.push(loadBzip2Compression().then((method) => registerCompression(method, ['bzip2', 'bzip'])));
+    }
+    await Promise.all(loads);
   }
 
   /** Throws `SerializerNotRegistered` for an accept list naming an unknown serializer (check configuration early). */

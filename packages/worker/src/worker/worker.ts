@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
+import { Consumer, ContentDisallowed, DecodeError, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
 import type { App } from '../app';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
@@ -182,6 +182,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
+    await this.app.codecsReady();
     const connection = this.app.connection;
     await connection.connect();
     const transport = await connection.transport();
@@ -305,7 +306,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     try {
       message = decodeTaskMessage(delivery, { accept: this.app.conf.acceptContent, timezone: this.app.conf.timezone });
     } catch (error) {
-      await this.#rejectMessage(delivery, error instanceof Error ? error : new InvalidTaskError(String(error)));
+      const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
+      await this.#rejectMessage(delivery, reason);
+      await this.#storeUnreadable(delivery, reason);
       return;
     }
     const task = this.app.tasks.get(message.name);
@@ -461,8 +464,24 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     }
   }
 
+  /**
+   * A task message whose body was refused (content type not accepted) or could not be decoded still names its task
+   * id in its headers: its FAILURE is stored, so a caller waiting on the result learns why instead of waiting for
+   * ever. (Celery only logs these; kq does better — see docs/wire-notes.md.)
+   */
+  async #storeUnreadable(delivery: Delivery, reason: Error): Promise<void> {
+    const id = delivery.headers['id'];
+    if (typeof id !== 'string' || id === '') return;
+    if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;
+    const { correlationId, replyTo } = delivery.properties;
+    await this.#storeFailure(
+      { id, name: String(delivery.headers['task'] ?? '?'), correlationId: correlationId ?? id, replyTo: replyTo ?? null },
+      { exc_type: reason.name, exc_message: [reason.message], exc_module: 'kombu.exceptions' },
+    );
+  }
+
   async #storeFailure(
-    message: TaskMessage,
+    message: Pick<TaskMessage, 'id' | 'name' | 'correlationId' | 'replyTo'>,
     info: { exc_type: string; exc_message: unknown[]; exc_module: string },
     extended: Partial<ResultMeta> = {},
   ): Promise<void> {

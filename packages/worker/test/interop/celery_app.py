@@ -14,6 +14,8 @@ app.conf.worker_hijack_root_logger = False
 app.conf.result_expires = 600
 app.conf.result_extended = os.environ.get("KQ_INTEROP_RESULT_EXTENDED") == "1"
 app.conf.event_exchange = os.environ.get("KQ_INTEROP_EVENT_EXCHANGE", "celeryev")
+if os.environ.get("KQ_INTEROP_ACCEPT"):
+    app.conf.accept_content = os.environ["KQ_INTEROP_ACCEPT"].split(",")
 
 
 @app.task(name="interop.py_add")
