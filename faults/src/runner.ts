@@ -75,11 +75,17 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
       },
       poison: (total) => poison(producer, queue, total),
       send,
-      mark: () => {
+      mark: (victim) => {
         marks.push(Date.now());
-        const started = new Map<string, number>();
-        for (const entry of ledger.read()) started.set(entry.id, (started.get(entry.id) ?? 0) + (entry.kind === 'start' ? 1 : -1));
-        inFlight += [...started.values()].filter((open) => open > 0).length;
+        // Runs the victim (else the live workers) started and did not finish; a dead worker is counted at its own fault.
+        const alive = new Set((victim ? [victim] : workers.filter((worker) => worker.alive)).map((worker) => worker.child.pid));
+        const open = new Set<string>();
+        for (const entry of ledger.read()) {
+          const run = `${entry.id} ${entry.pid}`;
+          if (entry.kind === 'start') open.add(run);
+          else open.delete(run);
+        }
+        inFlight += [...open].filter((run) => alive.has(Number(run.split(' ')[1]))).length;
       },
     };
     await scenario.inject(context);

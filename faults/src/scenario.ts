@@ -12,8 +12,11 @@ export interface FaultContext {
   progress(count: number): Promise<void>;
   /** Publishes malformed task messages straight into the queue. */
   poison(count: number): Promise<void>;
-  /** Marks the moment a fault hits, for the in-flight count (the first mark is also the resume clock's start). */
-  mark(): void;
+  /**
+   * Marks a fault: counts the runs it may repeat — those `victim` left unfinished when it died, or without a victim
+   * those the live workers have under way now — and starts the resume clock.
+   */
+  mark(victim?: WorkerHandle): void;
   /** True in the CI smoke run (smaller floods). */
   readonly smoke: boolean;
   /** Sends `count` more good tasks (counted like the first ones). */
@@ -51,12 +54,14 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /** Stops the running worker with `signals` (in order, `gapMs` apart), waits for it to exit, and starts the next. */
 async function stopAndReplace(context: FaultContext, signals: NodeJS.Signals[], gapMs = 100): Promise<void> {
   const victim = context.workers.at(-1) as WorkerHandle;
-  context.mark();
   for (const [index, signal] of signals.entries()) {
     if (index > 0) await sleep(gapMs);
     victim.signal(signal);
   }
   await victim.exited();
+  // Counted once it is gone: what it left unfinished is exactly what may run again (a task it started between the
+  // signal and the stop counts too).
+  context.mark(victim);
   await context.startWorker();
 }
 

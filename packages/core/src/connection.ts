@@ -1,7 +1,8 @@
-import { KqError } from './errors';
+import { BrokerUnreachable, KqError } from './errors';
 import { Exchange } from './exchange';
 import { type Queue } from './queue';
 import { DEFAULT_RETRY_POLICY, retryAfterFailure, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
+import { sanitizeUrl } from './sanitize-url';
 import type { Channel, Transport, TransportEvents } from './transport';
 import { createTransport, type TransportOptions } from './transport-registry';
 import { TypedEmitter } from './typed-emitter';
@@ -20,12 +21,18 @@ export interface ConnectionOptions {
 
 const DEFAULT_CONNECT_POLICY: RetryPolicy = { maxRetries: undefined, intervalStart: 0, intervalStep: 1000, intervalMax: 30_000, jitter: 0.2 };
 
+/** What `Connection` reports beyond its transport's events. */
+export type ConnectionEvents = TransportEvents & {
+  /** A connect attempt failed and another follows in `delayMs` (`maxRetries` undefined: retrying for ever). */
+  retrying: [reason: Error, attempt: number, delayMs: number, maxRetries: number | undefined];
+};
+
 /**
  * A broker connection in Kombu's sense: made from a URL, connects lazily, and `ensure()`s operations — a
  * recoverable failure (connection lost, channel closed) is retried on a fresh channel after re-declaring the
  * topology this connection declared before.
  */
-export class Connection extends TypedEmitter<TransportEvents> {
+export class Connection extends TypedEmitter<ConnectionEvents> {
   readonly url: string | undefined;
   readonly #options: ConnectionOptions;
   #transport: Transport | undefined;
@@ -62,20 +69,34 @@ export class Connection extends TypedEmitter<TransportEvents> {
     return this.#transport?.isConnected ?? false;
   }
 
-  /** Connects, retrying recoverable failures by `connectRetryPolicy`. */
-  async connect(): Promise<this> {
+  /**
+   * Connects, retrying recoverable failures by `policy` (default `connectRetryPolicy`); each retry is reported as a
+   * `retrying` event. When the policy gives up: `BrokerUnreachable`, naming the URL (password hidden) and the reason.
+   */
+  async connect(policy?: RetryPolicy): Promise<this> {
     this.#assertOpen();
     const transport = await this.transport();
-    await retryOver(() => transport.connect(), this.#options.connectRetryPolicy ?? DEFAULT_CONNECT_POLICY, {
-      onRetry: (error, attempt, delay) => {
-        this.emit('error', asError(error, `connect attempt ${attempt} failed; retrying in ${delay} ms`));
-      },
-    });
+    if (transport.isConnected) return this;
+    const effective = policy ?? this.#options.connectRetryPolicy ?? DEFAULT_CONNECT_POLICY;
+    let attempts = 1;
+    try {
+      await retryOver(() => transport.connect(), effective, {
+        onRetry: (error, attempt, delay) => {
+          attempts = attempt + 1;
+          const reason = asError(error, 'connect failed');
+          this.emit('retrying', reason, attempt, delay, effective.maxRetries);
+          this.emit('error', asError(error, `connect attempt ${attempt} failed; retrying in ${delay} ms`));
+        },
+      });
+    } catch (error) {
+      if (error instanceof KqError && !error.recoverable) throw error; // a wrong URL, a missing package: not an outage
+      throw new BrokerUnreachable(sanitizeUrl(this.url ?? transport.name), attempts, { cause: error });
+    }
     return this;
   }
 
-  /** The connection's default channel, reopened if it was closed. */
-  async channel(): Promise<Channel> {
+  /** The connection's default channel, reopened if it was closed; `connectPolicy` bounds connecting first. */
+  async channel(connectPolicy?: RetryPolicy): Promise<Channel> {
     this.#assertOpen();
     const current = this.#channel;
     if (current) {
@@ -83,7 +104,7 @@ export class Connection extends TypedEmitter<TransportEvents> {
       if (channel?.isOpen) return channel;
       if (this.#channel === current) this.#channel = undefined;
     }
-    this.#channel ??= this.#openDefaultChannel();
+    this.#channel ??= this.#openDefaultChannel(connectPolicy);
     return this.#channel;
   }
 
@@ -94,9 +115,9 @@ export class Connection extends TypedEmitter<TransportEvents> {
   }
 
   /** A new channel of its own (consumers use one each, so a slow consumer never blocks a publisher). */
-  async createChannel(): Promise<Channel> {
+  async createChannel(connectPolicy?: RetryPolicy): Promise<Channel> {
     this.#assertOpen();
-    await this.connect();
+    await this.connect(connectPolicy);
     const channel = await (await this.transport()).createChannel();
     await this.#redeclare(channel);
     return channel;
@@ -140,7 +161,8 @@ export class Connection extends TypedEmitter<TransportEvents> {
    */
   ensure<T>(operation: (channel: Channel) => Promise<T>, policy?: RetryPolicy): Promise<T> {
     const effective = policy ?? this.#options.retryPolicy ?? DEFAULT_RETRY_POLICY;
-    const attempt = async (): Promise<T> => operation(await this.channel());
+    // A broker that cannot be reached fails the operation within its own policy, not the connect policy (for ever).
+    const attempt = async (): Promise<T> => operation(await this.channel(effective));
     const open = this.#channelNow();
     if (!open) return retryOver(attempt, effective, this.#ensureHooks);
     // The common case (a publish on an open channel) makes its first attempt directly: no retry loop, no awaits of
@@ -183,9 +205,9 @@ export class Connection extends TypedEmitter<TransportEvents> {
     return transport;
   }
 
-  async #openDefaultChannel(): Promise<Channel> {
+  async #openDefaultChannel(connectPolicy?: RetryPolicy): Promise<Channel> {
     try {
-      const channel = await this.createChannel();
+      const channel = await this.createChannel(connectPolicy);
       this.#openChannel = channel;
       return channel;
     } catch (error) {

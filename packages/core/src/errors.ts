@@ -105,6 +105,25 @@ export class ConnectionLost extends KqError {
   override readonly recoverable = true;
 }
 
+/**
+ * The broker could not be reached within the connect retry policy. Not retried again by `ensure()`: the policy that
+ * gave up was the retry.
+ */
+export class BrokerUnreachable extends KqError {
+  constructor(
+    readonly url: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    const reason = options?.cause instanceof Error ? options.cause.message : String(options?.cause ?? 'unknown error');
+    super(
+      `Cannot connect to ${url}: ${reason}. Is the broker running there? ` +
+        `(gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}; set the URL with -b / KQ_BROKER_URL or the app's broker option)`,
+      options,
+    );
+  }
+}
+
 /** An operation did not complete in the time allowed. */
 export class OperationTimeout extends KqError {}
 

@@ -62,7 +62,7 @@ export {
   type TransportOptions,
 } from './transport-registry';
 export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
-export { Connection, declareEntity, type ConnectionOptions, type Entity } from './connection';
+export { Connection, declareEntity, type ConnectionEvents, type ConnectionOptions, type Entity } from './connection';
 export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
 export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer';
@@ -72,6 +72,7 @@ export { LamportClock, compareTimetuples, type TimeTuple } from './lamport-clock
 export { RoundRobinCycle } from './round-robin-cycle';
 export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
 export { randomUuid } from './random-uuid';
+export { sanitizeUrl } from './sanitize-url';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';

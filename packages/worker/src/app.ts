@@ -96,7 +96,17 @@ export class App {
 
   /** The broker connection (created on first use). */
   get connection(): Connection {
-    this.#connection ??= new Connection(this.conf.broker, { transportOptions: this.conf.brokerTransportOptions, retryPolicy: this.conf.taskPublishRetryPolicy });
+    this.#connection ??= new Connection(this.conf.broker, {
+      transportOptions: this.conf.brokerTransportOptions,
+      retryPolicy: this.conf.taskPublishRetryPolicy,
+      // Celery's worker: 2 s, 4 s, 6 s … at most 30 s apart, `broker_connection_max_retries` times.
+      connectRetryPolicy: {
+        ...(this.conf.brokerConnectionMaxRetries === null ? {} : { maxRetries: this.conf.brokerConnectionMaxRetries }),
+        intervalStart: 2000,
+        intervalStep: 2000,
+        intervalMax: 30_000,
+      },
+    });
     return this.#connection;
   }
 

@@ -27,6 +27,11 @@ export interface AppConfig {
   /** `result_backend`: `redis://…`, `rpc://`, `memory://`, or null for none. */
   backend: string | null;
   brokerTransportOptions: Record<string, unknown>;
+  /**
+   * `broker_connection_max_retries`: connect attempts before a worker gives up on an unreachable broker, each one
+   * logged (2 s, 4 s, … up to 30 s apart, as Celery); null retries for ever. One-shot CLI commands try once.
+   */
+  brokerConnectionMaxRetries: number | null;
   resultBackendTransportOptions: Record<string, unknown>;
   taskDefaultQueue: string;
   /** null ⇒ the queue name. */
@@ -91,6 +96,7 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   broker: 'memory://',
   backend: null,
   brokerTransportOptions: {},
+  brokerConnectionMaxRetries: 100,
   resultBackendTransportOptions: {},
   taskDefaultQueue: 'celery',
   taskDefaultExchange: null,

@@ -20,9 +20,13 @@ describe('worker events', () => {
     const broker = memoryBrokerName('cluster-events');
     const app = memoryApp(broker, config);
     app.task('add', (_ctx, x: number, y: number) => x + y);
-    app.task('boom', () => {
-      throw new RangeError('kaboom');
-    });
+    app.task(
+      'boom',
+      (_ctx, _why?: string) => {
+        throw new RangeError('kaboom');
+      },
+      { params: ['why?'] },
+    );
     const monitorApp = memoryApp(broker, config);
     const events: ReceivedEvent[] = [];
     const receiver = new EventReceiver(monitorApp.connection, { clock: monitorApp.clock, exchange: monitorApp.conf.eventExchange, handlers: { '*': (e) => events.push(e) } });

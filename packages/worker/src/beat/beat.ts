@@ -1,4 +1,4 @@
-import { KqError, TypedEmitter, type Entity, type Transport } from '@kq/core';
+import { KqError, TypedEmitter, sanitizeUrl, type Entity, type Transport } from '@kq/core';
 import type { App } from '../app';
 import { Logger, type LogLevel } from '../logger';
 import { formatIsoDate } from '../protocol/index';
@@ -125,7 +125,7 @@ export class Beat extends TypedEmitter<BeatEvents> {
       throw error;
     }
     const names = this.entries.map((entry) => `${entry.name} (${entry.describe()})`).join(', ');
-    this.log.info(`beat for schedule ${this.group} on ${this.app.conf.broker} (${this.#lease.kind} lease): ${names || 'no entries'}`);
+    this.log.info(`beat for schedule ${this.group} on ${sanitizeUrl(this.app.conf.broker)} (${this.#lease.kind} lease): ${names || 'no entries'}`);
   }
 
   /** Stops sending and gives up leadership at once, so a follower takes over without waiting for the lease to expire. */

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { KqError, hasDeadLetters, type DeadLetter } from '@kq/core';
+import { KqError, hasDeadLetters, sanitizeUrl, type DeadLetter } from '@kq/core';
 import { loadApp } from './load-app';
 
 export const DLQ_USAGE = 'kq dlq list|requeue|purge [-A module] [-b url] [-Q queue] [--limit N] [--id id,...] [-j] [-f]';
@@ -30,7 +30,7 @@ export async function dlqCommand(argv: string[]): Promise<number> {
     return values.help ? 0 : 64;
   }
   if (action !== 'list' && action !== 'requeue' && action !== 'purge') throw new KqError(`Unknown dlq action ${JSON.stringify(action)}: use list, requeue or purge.`);
-  const app = await loadApp({ app: values.app, broker: values.broker });
+  const app = await loadApp({ app: values.app, broker: values.broker, oneShot: true });
   try {
     await app.connection.connect();
     const transport = await app.connection.transport();
@@ -55,7 +55,7 @@ export async function dlqCommand(argv: string[]): Promise<number> {
     if (!values.force) {
       // As `celery purge`: deleting needs a yes, and without a terminal to ask on it needs -f.
       if (!process.stdin.isTTY) throw new KqError('kq dlq purge deletes messages for good: add -f to confirm.');
-      process.stdout.write(`Delete the rejected messages${values.queue ? ` of ${values.queue}` : ''} on ${app.conf.broker}? [y/N] `);
+      process.stdout.write(`Delete the rejected messages${values.queue ? ` of ${values.queue}` : ''} on ${sanitizeUrl(app.conf.broker)}? [y/N] `);
       const answer = await new Promise<string>((resolve) => process.stdin.once('data', (data) => resolve(String(data).trim())));
       if (!/^y(es)?$/i.test(answer)) return 1;
     }

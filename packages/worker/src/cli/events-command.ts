@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { KqError } from '@kq/core';
+import { KqError, sanitizeUrl } from '@kq/core';
 import type { App } from '../app';
 import { ClusterState } from '../events/cluster-state';
 import { renderClusterView } from '../events/cluster-view';
@@ -72,7 +72,7 @@ export async function startEventsMonitor(options: EventsMonitorOptions): Promise
   const interactive = !options.dump && (options.interactive ?? out.isTTY === true);
   if (!options.dump) {
     let drawnAt = -1;
-    const title = `kq events — ${app.conf.broker}`;
+    const title = `kq events — ${sanitizeUrl(app.conf.broker)}`;
     const draw = (): void => {
       const lines = renderClusterView(state, {
         title,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { KqError } from '@kq/core';
+import { KqError, sanitizeUrl } from '@kq/core';
 import { parseLogLevel } from '../logger';
 import type { AutoscaleOptions } from '../pool/autoscaler';
 import type { PoolKind, SchedulingStrategy } from '../pool/pool';
@@ -31,7 +31,8 @@ Usage:
   ${DLQ_USAGE}
   ${BEAT_USAGE}
 
-The broker defaults to KQ_BROKER_URL (or CELERY_BROKER_URL), else memory://.`;
+The broker comes from -b, KQ_BROKER_URL (or CELERY_BROKER_URL) or the app module (-A); with none it is an error,
+as memory:// lives in one process (pass -b memory:// to use it anyway). Every command takes --help; kq --version.`;
 
 const common = {
   app: { type: 'string', short: 'A' },
@@ -40,11 +41,23 @@ const common = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-async function main(argv: string[]): Promise<number> {
+const COMMANDS = ['worker', 'call', 'result', 'purge', 'inspect', 'control', 'status', 'events', 'beat', 'dlq'];
+
+async function main(input: string[]): Promise<number> {
+  const argv = commandFirst(input);
   const [command, ...rest] = argv;
+  if (command === '--version' || command === '-V') {
+    console.log(`kq ${await version()}`);
+    return 0;
+  }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
     return command ? 0 : 64;
+  }
+  // `--help` anywhere prints the command's usage and runs nothing (a worker must not start, a purge must not purge).
+  if (COMMANDS.includes(command) && (rest.includes('--help') || rest.includes('-h'))) {
+    console.log(commandUsage(command));
+    return 0;
   }
   switch (command) {
     case 'worker':
@@ -132,7 +145,7 @@ async function call(argv: string[]): Promise<number> {
   });
   const name = positionals[0];
   if (!name) throw new KqError('kq call needs a task name: kq call proj.add --args "[2, 2]"');
-  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'] });
+  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'], oneShot: true });
   try {
     const args = parseJson(values.args ?? '[]', '--args');
     const kwargs = parseJson(values.kwargs ?? '{}', '--kwargs');
@@ -154,7 +167,7 @@ async function result(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...common, timeout: { type: 'string' } } });
   const id = positionals[0];
   if (!id) throw new KqError('kq result needs a task id.');
-  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'] });
+  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'], oneShot: true });
   try {
     const handle = await app.asyncResult(id);
     const value = values.timeout ? await handle.get({ timeout: seconds(values.timeout, 30), propagate: false }) : await handle.meta();
@@ -167,11 +180,13 @@ async function result(argv: string[]): Promise<number> {
 
 async function purge(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { ...common, queues: { type: 'string', short: 'Q' }, force: { type: 'boolean', short: 'f' } } });
-  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'] });
+  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'], oneShot: true });
   try {
     const queues = (values.queues ?? app.conf.taskDefaultQueue).split(',').map((q) => q.trim()).filter(Boolean);
-    if (!values.force && process.stdin.isTTY) {
-      process.stdout.write(`Delete all messages in ${queues.join(', ')} on ${app.conf.broker}? [y/N] `);
+    if (!values.force) {
+      // As `celery purge`: deleting needs a yes; with no terminal to ask on, it needs -f.
+      if (!process.stdin.isTTY) throw new KqError(`kq purge deletes every message in ${queues.join(', ')}: add -f to confirm.`);
+      process.stdout.write(`Delete all messages in ${queues.join(', ')} on ${sanitizeUrl(app.conf.broker)}? [y/N] `);
       const answer = await new Promise<string>((resolve) => process.stdin.once('data', (data) => resolve(String(data).trim())));
       if (!/^y(es)?$/i.test(answer)) return 1;
     }
@@ -182,6 +197,38 @@ async function purge(argv: string[]): Promise<number> {
   } finally {
     await app.close();
   }
+}
+
+/** Celery habit: options before the command (`kq -A proj worker -l info`) — the command is moved to the front. */
+function commandFirst(argv: string[]): string[] {
+  const at = argv.findIndex((arg) => COMMANDS.includes(arg));
+  if (at <= 0) return argv;
+  return [argv[at] as string, ...argv.slice(0, at), ...argv.slice(at + 1)];
+}
+
+/** The usage lines of one command (its line of USAGE and the lines continuing it). */
+function commandUsage(command: string): string {
+  const lines = USAGE.split('\n');
+  const start = lines.findIndex((line) => line.trimStart().startsWith(`kq ${command} `) || line.trim() === `kq ${command}`);
+  if (start < 0) return USAGE;
+  const usage = [lines[start] as string];
+  for (const line of lines.slice(start + 1)) {
+    if (!/^\s{6,}\S/.test(line)) break;
+    usage.push(line);
+  }
+  return `Usage:\n${usage.join('\n')}`;
+}
+
+async function version(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  for (const candidate of ['../../package.json', '../package.json']) {
+    try {
+      return (JSON.parse(await readFile(new URL(candidate, import.meta.url), 'utf8')) as { version: string }).version;
+    } catch {
+      // built (dist/cli) or source (src/cli) layout: try the other
+    }
+  }
+  return 'unknown';
 }
 
 function parseJson(text: string, flag: string): unknown {

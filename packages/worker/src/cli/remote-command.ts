@@ -132,7 +132,7 @@ export async function remoteCommand(kind: 'inspect' | 'control', argv: string[])
     console.log(`Usage: kq ${kind} <command> [arguments...] [-d name@host,...] [-t seconds] [-j] [--args '{...}']`);
     return method ? 0 : 64;
   }
-  const app = await loadApp({ app: values.app, broker: values.broker });
+  const app = await loadApp({ app: values.app, broker: values.broker, oneShot: true });
   try {
     const args = { ...commandArguments(method, words), ...(values.args ? parseJsonObject(values.args) : {}) };
     return await broadcastAndPrint(app, method, args, {
@@ -153,7 +153,7 @@ export async function statusCommand(argv: string[]): Promise<number> {
     console.log('Usage: kq status [-b url] [-d name@host,...] [-t seconds] [-j]');
     return 0;
   }
-  const app = await loadApp({ app: values.app, broker: values.broker });
+  const app = await loadApp({ app: values.app, broker: values.broker, oneShot: true });
   try {
     return await broadcastAndPrint(app, 'ping', {}, {
       json: values.json ?? false,

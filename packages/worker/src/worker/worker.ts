@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, ContentDisallowed, DecodeError, TypedEmitter, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
+import { Consumer, ContentDisallowed, DecodeError, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
 import type { App } from '../app';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
@@ -184,9 +184,24 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.#running = true;
     await this.app.codecsReady();
     const connection = this.app.connection;
-    await connection.connect();
+    // Every failed attempt is one line, as Celery words it, so an unreachable broker is never a silent hang.
+    const onRetrying = (reason: Error, attempt: number, delayMs: number, maxRetries: number | undefined): void => {
+      this.log.error(
+        `Cannot connect to ${sanitizeUrl(this.app.conf.broker)}: ${reason.message}. ` +
+          `Trying again in ${(delayMs / 1000).toFixed(2)} seconds... (${attempt}/${maxRetries ?? '∞'})`,
+      );
+    };
+    connection.on('retrying', onRetrying);
+    try {
+      await connection.connect();
+    } catch (error) {
+      this.#running = false;
+      throw error;
+    } finally {
+      connection.off('retrying', onRetrying);
+    }
     const transport = await connection.transport();
-    this.log.info(`Connected to ${this.app.conf.broker} (${transport.name})`);
+    this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
     try {
       await this.pool.start();
     } catch (error) {
