@@ -159,7 +159,35 @@ describe('Worker on memory://', () => {
     expect(worker.prefetchCount).toBe(2);
   });
 
-  it('defers ETA tasks to the broker when it has delayed delivery', async () => {
+  it('holds ETA tasks in the worker by default, so the message stays in its queue for any worker', async () => {
+    expect(await app.etaStrategy()).toBe('worker');
+    const job = app.task('later-default', () => 'done');
+    await startWorker({ concurrency: 1, prefetchMultiplier: 1 });
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    await waitFor(() => worker.scheduled().length === 1);
+    expect(worker.prefetchCount).toBe(2);
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+  });
+
+  it('stops taking ETA tasks at workerEtaTaskLimit: the prefetch is capped there and the broker keeps the rest', async () => {
+    app.conf.workerEtaTaskLimit = 3;
+    const ran: number[] = [];
+    const job = app.task('later-limited', (_ctx, n: number) => ran.push(n));
+    await startWorker({ concurrency: 1, prefetchMultiplier: 1 });
+    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => job.applyAsync([n], { countdown: 0.6 })));
+    await waitFor(() => worker.scheduled().length === 3);
+    expect(worker.prefetchCount).toBe(3);
+    // Held ones only leave when they run: until then, no fourth is taken.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(worker.scheduled().length).toBeLessThanOrEqual(3);
+    expect(worker.state.reserved.size).toBeLessThanOrEqual(3);
+    await Promise.all(results.map((result) => result.get({ timeout: 10_000 })));
+    expect(ran.sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(worker.prefetchCount).toBe(1);
+  });
+
+  it('defers ETA tasks to the broker when told to (etaStrategy broker)', async () => {
+    app.conf.etaStrategy = 'broker';
     const job = app.task('later2', () => 'done');
     await startWorker();
     const result = await job.applyAsync([], { countdown: 0.2 });

@@ -161,7 +161,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     const size = this.pool.limit;
     let prefetch = Math.max(1, size) * this.prefetchMultiplier;
     if (this.autoscaler && size < this.autoscaler.max) prefetch = Math.max(prefetch, size + 1);
-    return prefetch + this.#eta.size;
+    // Celery 5.6's worker_eta_task_limit is Kombu QoS's max_prefetch: the bump stops there, so once that many
+    // messages are held the broker keeps the rest (no unbounded ETA memory).
+    const limit = this.app.conf.workerEtaTaskLimit;
+    const bumped = prefetch + this.#eta.size;
+    return limit !== null && limit > 0 ? Math.min(bumped, limit) : bumped;
   }
 
   /** Adds `n` slots to the pool and raises the prefetch to match (`pool_grow`). */
