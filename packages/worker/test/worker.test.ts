@@ -195,6 +195,29 @@ describe('Worker on memory://', () => {
     expect(worker.scheduled()).toHaveLength(0);
   });
 
+  it('sends one task-received for a task it deferred to the broker, when it comes back to run', async () => {
+    const job = app.task('later3', () => 'done');
+    // Sent by a client that publishes ETA tasks at once; this worker then defers it to the broker.
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    app.conf.etaStrategy = 'broker';
+    await startWorker();
+    const received: string[] = [];
+    worker.on('task', (kind, request) => void (kind === 'received' && received.push(request.id)));
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+    expect(logs.some((record) => record.message.includes('deferred to the broker'))).toBe(true);
+    expect(received).toEqual([result.id]);
+  });
+
+  it('sends one task-received for a task it holds until its ETA', async () => {
+    const job = app.task('later4', () => 'done');
+    await startWorker();
+    const received: string[] = [];
+    worker.on('task', (kind, request) => void (kind === 'received' && received.push(request.id)));
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+    expect(received).toEqual([result.id]);
+  });
+
   it('applies rate limits', async () => {
     const stamps: number[] = [];
     const limited = app.task('limited', () => stamps.push(Date.now()), { rateLimit: '20/s' });

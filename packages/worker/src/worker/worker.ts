@@ -207,6 +207,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await this.#node.listen();
     }
 
+    // Celery 5.5+'s DelayedDelivery step: where the broker has a shared delay ladder, route its due messages for our
+    // queues to them — when kq delays through it (etaStrategy broker) or Celery's senders would (quorum queues).
+    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
+      await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
+    }
+
     const consumer = new Consumer(connection, {
       queues: this.queues,
       prefetch: this.prefetchCount,
@@ -341,13 +347,16 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await request.discardRevoked();
       return;
     }
+    const eta = message.eta !== null && message.eta.getTime() > Date.now() ? message.eta : null;
+    // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
+    // sees when it leaves the delay ladder): one task-received per task, not one per trip.
+    if (eta && (await this.#deferToBroker(request, eta))) return;
     if (this.log.enabled('info')) this.log.info(`Task ${message.name}[${message.id}] received`);
     this.state.reserved.add(request);
     this.emitTask('received', request);
     this.autoscaler?.maybeScale();
-    if (message.eta && message.eta.getTime() > Date.now()) {
-      if (await this.#deferToBroker(request, message.eta)) return;
-      this.#eta.schedule(request, message.eta, (due) => {
+    if (eta) {
+      this.#eta.schedule(request, eta, (due) => {
         void this.#updatePrefetch();
         this.#reserve(due);
       });
@@ -439,7 +448,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
         delay: Math.max(1, eta.getTime() - Date.now()),
       });
       await delivery.ack();
-      this.state.reserved.delete(request);
       this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
       return true;
     } catch (error) {
