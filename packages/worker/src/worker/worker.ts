@@ -207,12 +207,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await this.#node.listen();
     }
 
-    // Celery 5.5+'s DelayedDelivery step: where the broker has a shared delay ladder, route its due messages for our
-    // queues to them — when kq delays through it (etaStrategy broker) or Celery's senders would (quorum queues).
-    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
-      await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
-    }
-
     const consumer = new Consumer(connection, {
       queues: this.queues,
       prefetch: this.prefetchCount,
@@ -223,6 +217,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     consumer.on('recovered', () => this.log.warning('consumer: channel lost and recovered; resuming'));
     this.#consumer = consumer;
     await consumer.consume();
+    // Celery 5.5+'s DelayedDelivery step, once the consumer has declared the queues: where the broker has a shared
+    // delay ladder, route its due messages for our queues to them — when kq delays through it (etaStrategy broker)
+    // or Celery's senders would (quorum queues).
+    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
+      await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
+    }
     this.autoscaler?.start();
     const concurrency = this.autoscaler ? `${this.autoscaler.min}..${this.autoscaler.max}` : String(this.pool.limit);
     this.log.info(`${this.hostname} ready: queues [${this.queues.map((q) => q.name).join(', ')}], concurrency ${concurrency} (${this.pool.name}), prefetch ${this.prefetchCount}`);
