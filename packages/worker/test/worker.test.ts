@@ -218,6 +218,25 @@ describe('Worker on memory://', () => {
     expect(received).toEqual([result.id]);
   });
 
+  it('sends no second task-received when the broker redelivers a task it still holds, and runs it once', async () => {
+    const runs: string[] = [];
+    const job = app.task('later5', (ctx) => runs.push(ctx.request.id));
+    const result = await job.applyAsync([], { countdown: 0.6 });
+    // The message as the broker stores it, to hand out again as a redelivery while the worker holds it.
+    const memory = MemoryBroker.named(broker);
+    const [claim] = memory.take(['celery'], 1);
+    memory.put('celery', claim!.message, claim!.priority, 'tail');
+    await startWorker();
+    await waitFor(() => worker.scheduled().length === 1);
+    memory.put('celery', { ...claim!.message, redelivered: true }, claim!.priority, 'tail');
+    await waitFor(() => logs.some((record) => record.message.includes('redelivered while held')));
+    expect(worker.scheduled()).toHaveLength(1);
+    await result.get({ timeout: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(runs).toEqual([result.id]);
+    expect(logs.filter((record) => record.message.includes(`[${result.id}] received`))).toHaveLength(1);
+  });
+
   it('applies rate limits', async () => {
     const stamps: number[] = [];
     const limited = app.task('limited', () => stamps.push(Date.now()), { rateLimit: '20/s' });

@@ -351,9 +351,18 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
     // sees when it leaves the delay ladder): one task-received per task, not one per trip.
     if (eta && (await this.#deferToBroker(request, eta))) return;
-    if (this.log.enabled('info')) this.log.info(`Task ${message.name}[${message.id}] received`);
+    // The broker gave back a task this worker still holds (the old claim was taken back, its channel lost): the new
+    // delivery replaces the old one, which can no longer be settled, and the task is not announced twice.
+    const stillHeld = eta && deliveries > 0 ? this.#eta.find((held) => held.id === message.id) : undefined;
+    if (stillHeld) {
+      this.#eta.cancel(stillHeld);
+      this.state.reserved.delete(stillHeld);
+      this.log.info(`Task ${message.name}[${message.id}] redelivered while held; holding the new delivery`);
+    } else if (this.log.enabled('info')) {
+      this.log.info(`Task ${message.name}[${message.id}] received`);
+    }
     this.state.reserved.add(request);
-    this.emitTask('received', request);
+    if (!stillHeld) this.emitTask('received', request);
     this.autoscaler?.maybeScale();
     if (eta) {
       this.#eta.schedule(request, eta, (due) => {
