@@ -179,12 +179,22 @@ describe.skipIf(!amqpUp || !python)("kq and Python Celery share Kombu's delay la
       KQ_TEST_TRANSPORT_OPTIONS: JSON.stringify({ delayLadderPrefix: prefix }),
     });
     children.push(kq.child);
-    // Straight into <prefix>_celery_delayed_27 with the 28-digit key, through Python Celery's own producer.
-    const spec = { name: 'interop.mark', args: [marker, 'from-python'], options: { exchange: `${prefix}_celery_delayed_27`, routing_key: delayRoutingKey(2, kqQueue) } };
+    // Straight into <prefix>_celery_delayed_27 with the 28-digit key, through Python Celery's own producer — with a
+    // countdown of 2.5 s laddered as 2 s, as Celery 5.5 truncates it: the message comes out early, and the kq worker
+    // (broker strategy) sends it back through the ladder for the rest.
+    const spec = {
+      name: 'interop.mark',
+      args: [marker, 'from-python'],
+      options: { countdown: 2.5, exchange: `${prefix}_celery_delayed_27`, routing_key: delayRoutingKey(2, kqQueue) },
+    };
     const out = spawnSync(pythonInterpreter, ['celery_client.py', JSON.stringify(spec)], { cwd: interopDir, env: { ...process.env, ...pyEnv }, encoding: 'utf8' });
     const outcome = JSON.parse(out.stdout.trim().split('\n').pop() ?? '{}') as { status?: string; result?: unknown; elapsed?: number };
     expect(outcome, `${out.stderr}\n${kq.output()}`).toMatchObject({ status: 'SUCCESS', result: 'from-python' });
-    expect(outcome.elapsed).toBeGreaterThanOrEqual(1.9);
+    expect(outcome.elapsed).toBeGreaterThanOrEqual(2.4);
+    // spawnSync blocked this process: let the worker's buffered log lines in.
+    await waitFor("the kq worker's log", () => kq.output().includes('succeeded'), 5000);
+    expect(kq.output()).toContain('deferred to the broker');
+    expect(kq.output().split('] received').length - 1).toBe(1);
     expect(marks(marker)).toEqual(['kq from-python']);
   }, 40_000);
 });

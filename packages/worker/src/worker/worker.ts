@@ -453,7 +453,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     const { delivery } = request;
     try {
       const channel = await this.app.connection.channel();
-      await channel.publish(delivery.deliveryInfo.exchange, delivery.deliveryInfo.routingKey, republishable(delivery), {
+      // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
+      // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
+      await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
         delay: Math.max(1, eta.getTime() - Date.now()),
       });
       await delivery.ack();
