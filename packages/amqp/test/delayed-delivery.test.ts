@@ -1,8 +1,20 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Exchange, Queue, QueueNotFound, type Channel, type Delivery } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import { delayRoutingKey, type AmqpTransport } from '../src/index';
-import { message, namer, newTransport, waitFor } from './helpers';
+import { AMQP_URL, message, namer, newTransport, waitFor } from './helpers';
+
+const KOMBU_LADDER = fileURLToPath(new URL('./interop/kombu_ladder.py', import.meta.url));
+const pythonKombu = (() => {
+  try {
+    execFileSync('/usr/bin/python3', ['-c', 'import kombu']);
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 const up = await brokerReachable('amqp');
 const name = namer('delay');
@@ -143,4 +155,22 @@ describe.skipIf(!up)("delayed delivery through Kombu's native delayed delivery l
   it('refuses a delayed message for a default-exchange queue that does not exist', async () => {
     await expect(channel.publish('', name('nowhere'), message('x'), { delay: 1000 })).rejects.toBeInstanceOf(QueueNotFound);
   });
+});
+
+describe.skipIf(!up || !pythonKombu)("kq's ladder is Kombu's ladder", () => {
+  it.each(['quorum', 'classic'] as const)('declares over one Kombu declared, and Kombu over kq\'s, with no difference in arguments (%s)', async (type) => {
+    for (const first of ['kombu', 'kq'] as const) {
+      const prefix = name(`decl-${type}-${first}`);
+      const transport = newTransport({ connectionName: name('decl'), delayLadderPrefix: prefix, delayQueueType: type });
+      const kombu = (): string => execFileSync('/usr/bin/python3', [KOMBU_LADDER, AMQP_URL, prefix, type], { encoding: 'utf8', timeout: 60_000 });
+      try {
+        if (first === 'kombu') expect(kombu()).toContain('declared');
+        await transport.declareDelayLadder(); // a PRECONDITION_FAILED here means an argument differs from Kombu's
+        if (first === 'kq') expect(kombu()).toContain('declared');
+      } finally {
+        await transport.deleteDelayLadder();
+        await transport.close();
+      }
+    }
+  }, 120_000);
 });
