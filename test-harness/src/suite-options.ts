@@ -34,6 +34,11 @@ export interface TransportSuiteOptions {
   recoveryTimeoutMs?: number;
   /** Priority values the suite publishes with; each must be its own bucket. Default [0, 3, 6, 9] (Kombu's steps). */
   priorityLevels?: readonly number[];
+  /**
+   * The step in which the broker delays messages, ms (RabbitMQ's Kombu ladder: whole seconds, rounded up). Delay
+   * checks space their due times at least this far apart. Default 1.
+   */
+  delayResolutionMs?: number;
   /** Runs of the fast-check model test. Default 25. */
   modelRuns?: number;
   /** Longest operation sequence per model run. Default 30. */
@@ -62,6 +67,7 @@ export interface SuiteSetup {
   readonly crash: ((transport: Transport) => void | Promise<void>) | undefined;
   readonly recoveryTimeoutMs: number;
   readonly priorityLevels: readonly number[];
+  readonly delayResolutionMs: number;
   readonly modelRuns: number;
   readonly modelMaxOperations: number;
   readonly modelSeed: number | undefined;
@@ -82,6 +88,7 @@ export async function resolveSuiteSetup(options: TransportSuiteOptions): Promise
     crash: options.crash,
     recoveryTimeoutMs: options.recoveryTimeoutMs ?? 10_000,
     priorityLevels: [...new Set(levels)].sort((a, b) => a - b),
+    delayResolutionMs: options.delayResolutionMs ?? 1,
     modelRuns: options.modelRuns ?? 25,
     modelMaxOperations: options.modelMaxOperations ?? 30,
     modelSeed: options.modelSeed,

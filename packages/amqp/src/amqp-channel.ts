@@ -221,7 +221,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
   // ——— internals ———
 
   async #publishDelayed(exchange: string, routingKey: string, message: OutgoingMessage, mandatory: boolean, delay: number): Promise<void> {
-    const plan = this.#ctx.ladder.plan(delay, exchange);
+    const plan = this.#ctx.ladder.plan(delay, exchange, routingKey);
     if (plan === null) return this.publish(exchange, routingKey, message, { mandatory });
     try {
       await this.#ctx.ensureDelayRoute(exchange, routingKey);
@@ -234,7 +234,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
     const publishOptions = toPublishOptions(message, mandatory, plan.headers, true);
     return this.#publisher.publish({
       exchange: plan.exchange,
-      routingKey,
+      routingKey: plan.routingKey,
       content: message.body,
       options: publishOptions,
       mandatory,

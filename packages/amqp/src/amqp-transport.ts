@@ -3,8 +3,10 @@ import {
   KqError,
   QueueNotFound,
   TypedEmitter,
+  UnsupportedFeature,
   type Channel,
   type DeadLetterBox,
+  type Queue,
   type Transport,
   type TransportCapabilities,
   type TransportDescription,
@@ -18,10 +20,10 @@ import { ChannelSlot, closeQuietly } from './channel-slot';
 import { ConnectionSupervisor } from './connection-supervisor';
 import { AmqpDeadLetters } from './dead-letter-queue';
 import { bindExchangeOn, bindQueueOn, declareEntry, declareExchangeOn, declareQueueOn, describeEntry } from './declarations';
-import { DelayLadder } from './delay-ladder';
+import { DelayLadder, deliveryBindingKey } from './delay-ladder';
 import { resolveOptions, type AmqpTransportOptions, type DelayQueueType, type ResolvedAmqpOptions } from './options';
 import { runOnSlot } from './slot-operation';
-import { Topology, type TopologyEntry } from './topology';
+import { Topology, type ExchangeBindingRecord, type QueueBindingRecord, type TopologyEntry } from './topology';
 import type { TransportContext } from './transport-context';
 
 /** RabbitMQ's highest priority (`x-max-priority` is capped at 255). */
@@ -175,22 +177,63 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
     return this.#ladder;
   }
 
-  async ensureDelayRoute(exchange: string, routingKey: string): Promise<void> {
+  /**
+   * Declares the ladder (once) and what hands a due message for `exchange`/`routingKey` to its queues: Kombu's
+   * `#.<key>` bindings from `celery_delayed_delivery` (see `delay-ladder.ts`).
+   */
+  async ensureDelayRoute(exchange: string, routingKey: string, queues?: readonly string[]): Promise<void> {
     await this.declareDelayLadder();
-    const route = this.ladder.deliveryRoute(exchange, routingKey);
-    if (route.kind === 'exchangeBinding') {
-      if (this.topology.hasExchangeBinding(route.binding)) return;
-      await this.#adminOp(`route delayed messages to exchange ${JSON.stringify(exchange)}`, (channel) => bindExchangeOn(channel, route.binding), {
-        exchange,
-      });
-      this.topology.addExchangeBinding(route.binding);
-    } else {
-      if (this.topology.hasQueueBinding(route.binding)) return;
-      await this.#adminOp(`route delayed messages to queue ${JSON.stringify(routingKey)}`, (channel) => bindQueueOn(channel, route.binding), {
-        queue: routingKey,
-      });
-      this.topology.addQueueBinding(route.binding);
+    const key = deliveryBindingKey(routingKey);
+    const delivery = this.ladder.deliveryExchange;
+    const type = exchange === '' ? 'default' : (this.topology.exchange(exchange)?.type ?? 'topic');
+    if (type === 'default' || type === 'direct') {
+      // Kombu skips direct exchanges (a Celery sender then holds the message in a worker instead); kq binds the
+      // queues themselves to the delivery exchange, which routes by the same key.
+      const targets = type === 'default' ? [routingKey] : (queues ?? this.topology.queuesBoundTo(exchange, routingKey));
+      if (targets.length === 0) {
+        throw new UnsupportedFeature(
+          `Cannot delay a message for direct exchange ${JSON.stringify(exchange)} with routing key ${JSON.stringify(routingKey)}: no queue bound ` +
+            'with that key was declared through this connection. Declare the target queue first, or use a topic exchange.',
+        );
+      }
+      for (const queue of targets) await this.#bindDelayed({ queue, exchange: delivery, routingKey: key, arguments: {} });
+      return;
     }
+    await this.#bindDelayedExchange({ destination: exchange, source: delivery, routingKey: key, arguments: {} });
+    // A topic exchange routes by the delayed key, so its queues also need `#.<their binding key>` (as Kombu binds
+    // them): the digits are words in front of the real key.
+    if (type === 'topic') {
+      const bound = queues ? queues.map((queue) => ({ queue, routingKey })) : this.topology.bindingsOn(exchange);
+      for (const binding of bound) {
+        await this.#bindDelayed({ queue: binding.queue, exchange, routingKey: deliveryBindingKey(binding.routingKey), arguments: {} });
+      }
+    }
+  }
+
+  /**
+   * What Celery 5.5+'s DelayedDelivery worker step does at start-up: declares the ladder and binds each queue's
+   * exchange (and the queue) to `celery_delayed_delivery` with `#.<key>`, so delayed messages any client put in the
+   * ladder for these queues reach them. Queues on a direct or the default exchange are bound directly.
+   */
+  async prepareDelayedDelivery(queues: readonly Queue[]): Promise<void> {
+    for (const queue of queues) {
+      if (queue.bindings.length === 0) await this.ensureDelayRoute('', queue.name);
+      for (const binding of queue.bindings) await this.ensureDelayRoute(binding.exchange.name, binding.routingKey || queue.name, [queue.name]);
+    }
+  }
+
+  async #bindDelayed(record: QueueBindingRecord): Promise<void> {
+    if (this.topology.hasQueueBinding(record)) return;
+    await this.#adminOp(`route delayed messages to queue ${JSON.stringify(record.queue)}`, (channel) => bindQueueOn(channel, record), { queue: record.queue });
+    this.topology.addQueueBinding(record);
+  }
+
+  async #bindDelayedExchange(record: ExchangeBindingRecord): Promise<void> {
+    if (this.topology.hasExchangeBinding(record)) return;
+    await this.#adminOp(`route delayed messages to exchange ${JSON.stringify(record.destination)}`, (channel) => bindExchangeOn(channel, record), {
+      exchange: record.destination,
+    });
+    this.topology.addExchangeBinding(record);
   }
 
   channelClosed(channel: object): void {
@@ -222,7 +265,7 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
   async #declareLadder(): Promise<void> {
     await this.connect();
     const type: DelayQueueType = this.options.delayQueueType ?? (supportsQuorumTtl(this.supervisor.serverVersion) ? 'quorum' : 'classic');
-    const { exchanges, queues, exchangeBindings } = this.ladder.entities(type);
+    const { exchanges, queues, queueBindings, exchangeBindings } = this.ladder.entities(type);
     for (const exchange of exchanges) {
       await this.#adminOp(`declare delay-ladder exchange ${JSON.stringify(exchange.name)}`, (channel) => declareExchangeOn(channel, exchange));
       this.topology.addExchange(exchange);
@@ -230,11 +273,10 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
     for (const queue of queues) {
       await this.#adminOp(`declare delay-ladder queue ${JSON.stringify(queue.name)}`, (channel) => declareQueueOn(channel, queue));
       this.topology.addQueue(queue);
-      for (const binding of queue.bindings) {
-        const record = { queue: queue.name, exchange: binding.exchange.name, routingKey: binding.routingKey, arguments: binding.arguments };
-        await this.#adminOp(`bind delay-ladder queue ${JSON.stringify(queue.name)}`, (channel) => bindQueueOn(channel, record));
-        this.topology.addQueueBinding(record);
-      }
+    }
+    for (const record of queueBindings) {
+      await this.#adminOp(`bind delay-ladder queue ${JSON.stringify(record.queue)}`, (channel) => bindQueueOn(channel, record));
+      this.topology.addQueueBinding(record);
     }
     for (const binding of exchangeBindings) {
       await this.#adminOp(`bind delay-ladder exchange ${JSON.stringify(binding.destination)}`, (channel) => bindExchangeOn(channel, binding));

@@ -10,9 +10,13 @@ export { ConsumerCancelled } from './amqp-errors';
 export { parseAmqpUrl, type AmqpUrl } from './amqp-url';
 export {
   DEFAULT_DELAY_LADDER,
+  DELAY_BITS,
   DELAY_TARGET_HEADER,
   DelayLadder,
   MAX_DELAY_MS,
+  delayRoutingKey,
+  deliveryBindingKey,
+  parseDelayRoutingKey,
   planDelay,
   type DelayLevel,
   type DelayPlan,

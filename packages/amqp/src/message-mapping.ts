@@ -49,10 +49,10 @@ export function toDeliveryInit(
 ): DeliveryInit {
   const { fields, properties } = message;
   const decoded = properties.headers ? fromHeaderTable(properties.headers) : {};
-  const { headers, exchange } = ladder.strip(decoded);
+  const { headers, exchange, routingKey } = ladder.strip(decoded, fields.routingKey);
   const deliveryInfo: DeliveryInfo = {
     exchange: exchange ?? fields.exchange,
-    routingKey: fields.routingKey,
+    routingKey,
     queue,
     redelivered: fields.redelivered,
     deliveryTag: String(fields.deliveryTag),

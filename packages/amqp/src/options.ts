@@ -35,13 +35,15 @@ export interface AmqpTransportOptions {
   /** How often a consumer whose queue was deleted checks whether the queue exists again, in ms. Default 1000. */
   resubscribeInterval?: number;
   /**
-   * Queue type of the delay ladder (`kq_delayed_*`). Default: `quorum` (at-least-once dead-lettering, survives a
-   * broker crash mid-hop) on RabbitMQ ≥ 3.10, else `classic`. Every kq client of a vhost must use the same type.
+   * Queue type of the delay ladder (`celery_delayed_*`, Celery's `broker_native_delayed_delivery_queue_type`).
+   * Default: `quorum` as Celery's (at-least-once dead-lettering, survives a broker crash mid-hop) on RabbitMQ ≥ 3.10,
+   * else `classic`. Every client of a vhost, Celery included, must use the same type.
    */
   delayQueueType?: DelayQueueType;
   /**
-   * Name prefix of the delay ladder: `<prefix>_<level>`, `<prefix>_ms<n>`, `<prefix>_delivery`, `<prefix>_to_queue`.
-   * Default `kq_delayed`. Clients share a ladder by using the same prefix.
+   * Kombu's native-delayed-delivery name prefix: `<prefix>_celery_delayed_<L>` and `<prefix>_celery_delayed_delivery`.
+   * Default none: Celery 5.5+'s `celery_delayed_0` … `celery_delayed_27` and `celery_delayed_delivery`, shared with
+   * Celery workers in the vhost.
    */
   delayLadderPrefix?: string;
   /** How long `close()` waits for outstanding publisher confirms, in ms. Default 5000. */
@@ -87,7 +89,7 @@ export function resolveOptions(options: AmqpTransportOptions): ResolvedAmqpOptio
     recoveryTimeout: options.recoveryTimeout ?? 30_000,
     resubscribeInterval: options.resubscribeInterval ?? 1000,
     delayQueueType: options.delayQueueType,
-    delayLadderPrefix: options.delayLadderPrefix ?? 'kq_delayed',
+    delayLadderPrefix: options.delayLadderPrefix ?? '',
     closeTimeout: options.closeTimeout ?? 5000,
   };
 }

@@ -36,6 +36,10 @@ export class Topology {
     if (exchange.name !== '') this.#exchanges.set(exchange.name, exchange);
   }
 
+  exchange(name: string): Exchange | undefined {
+    return this.#exchanges.get(name);
+  }
+
   removeExchange(name: string): void {
     this.#exchanges.delete(name);
     for (const [key, binding] of this.#queueBindings) if (binding.exchange === name) this.#queueBindings.delete(key);
@@ -77,6 +81,16 @@ export class Topology {
 
   addExchangeBinding(binding: ExchangeBindingRecord): void {
     this.#exchangeBindings.set(exchangeBindingKey(binding), binding);
+  }
+
+  /** Queues bound to `exchange` with exactly `routingKey` (where a delayed message for that pair must land). */
+  queuesBoundTo(exchange: string, routingKey: string): string[] {
+    return [...this.#queueBindings.values()].filter((binding) => binding.exchange === exchange && binding.routingKey === routingKey).map((binding) => binding.queue);
+  }
+
+  /** Queue bindings on one exchange. */
+  bindingsOn(exchange: string): QueueBindingRecord[] {
+    return [...this.#queueBindings.values()].filter((binding) => binding.exchange === exchange);
   }
 
   /** Bindings of one queue, to re-create them after the queue itself is declared again. */

@@ -66,5 +66,7 @@ if (up) {
     },
     // The broker requeues a dead connection's deliveries as soon as it notices the socket closed.
     recoveryTimeoutMs: 5000,
+    // Kombu's ladder delays in whole seconds.
+    delayResolutionMs: 1000,
   });
 }

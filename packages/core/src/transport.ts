@@ -132,6 +132,12 @@ export interface Transport extends TypedEmitter<TransportEvents> {
   readonly isConnected: boolean;
   connect(): Promise<void>;
   createChannel(): Promise<Channel>;
+  /**
+   * Makes delayed messages any client puts in the broker's delay structure for these queues reach them (RabbitMQ:
+   * Kombu 5.5+'s `celery_delayed_*` ladder and each queue's `#.<key>` binding, as Celery's worker declares at
+   * start-up). Transports whose delay needs no per-queue set-up leave it out.
+   */
+  prepareDelayedDelivery?(queues: readonly Queue[]): Promise<void>;
   /** Where it connects, with the password removed (for logs and `inspect stats`). */
   describe(): TransportDescription;
   close(): Promise<void>;

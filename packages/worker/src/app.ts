@@ -178,7 +178,7 @@ export class App {
     if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
     const delay = prepared.eta ? prepared.eta.getTime() - Date.now() : 0;
     // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
-    // Python one too) handles it, and a kq worker then defers it to the broker itself.
+    // Python one too) takes it and holds it until its time.
     const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
     await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
     if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
@@ -239,13 +239,11 @@ export class App {
   }
 
   /**
-   * How a worker waits for ETA tasks: `broker` when configured so, or when unset and the transport can hold
-   * delayed messages; else `worker` (held in memory with the prefetch bump, as Celery does).
+   * How a worker waits for ETA tasks: `broker` only when configured so (kq-only fleets); else `worker` — held in
+   * memory with the prefetch bump, as Celery does, so the message stays in its queue for any Celery worker.
    */
-  async etaStrategy(): Promise<EtaStrategy> {
-    if (this.conf.etaStrategy) return this.conf.etaStrategy;
-    const transport = await this.connection.transport();
-    return transport.capabilities.delayedDelivery ? 'broker' : 'worker';
+  etaStrategy(): Promise<EtaStrategy> {
+    return Promise.resolve(this.conf.etaStrategy ?? 'worker');
   }
 
   /** A worker for this app (not started). */

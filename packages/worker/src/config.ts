@@ -81,12 +81,21 @@ export interface AppConfig {
   /** Seconds a warm shutdown waits for running tasks before requeueing them. */
   workerShutdownTimeout: number;
   /**
-   * Where ETA/countdown tasks wait. Unset: senders publish them at once (any worker, Python too, can take them) and a
-   * kq worker defers them to the broker's delayed delivery when the transport has it, else holds them. `broker`:
-   * senders also publish with the broker's delay (on Redis a kq process must be running to promote them). `worker`:
-   * always held in the worker, as Celery does.
+   * Where ETA/countdown tasks wait. Default `worker` (Celery's way): senders publish them at once and the worker that
+   * takes one holds it until its time, with the prefetch raised by one per held task (bounded by
+   * `workerEtaTaskLimit`). The message stays unacknowledged and so stays the broker's: if the worker dies it goes back
+   * to its queue (on Redis under kq's renewed lease, so no visibility-timeout duplicates), where any Celery worker —
+   * a Python one too — can run it. `broker`: an explicit choice for kq-only fleets — senders publish with the broker's
+   * delay and a kq worker defers what it receives early (RabbitMQ: Kombu 5.5's `celery_delayed_*` ladder, whole
+   * seconds; Redis: `_kq.delayed`, which only kq processes promote, so Python workers never see those tasks).
    */
   etaStrategy: EtaStrategy | null;
+  /**
+   * Celery 5.6's `worker_eta_task_limit`: the most unacknowledged messages (ETA tasks held included) a worker takes
+   * at once; the prefetch is never raised past it, so once that many are held the broker keeps the rest until some
+   * run. null = no limit.
+   */
+  workerEtaTaskLimit: number | null;
   timezone: string;
   controlExchange: string;
   eventExchange: string;
@@ -134,6 +143,7 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   workerMaxRedeliveries: 10,
   workerShutdownTimeout: 30,
   etaStrategy: null,
+  workerEtaTaskLimit: null,
   timezone: 'UTC',
   controlExchange: 'celery',
   eventExchange: 'celeryev',

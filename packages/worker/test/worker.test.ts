@@ -163,12 +163,82 @@ describe('Worker on memory://', () => {
     expect(worker.prefetchCount).toBe(2);
   });
 
-  it('defers ETA tasks to the broker when it has delayed delivery', async () => {
+  it('holds ETA tasks in the worker by default, so the message stays in its queue for any worker', async () => {
+    expect(await app.etaStrategy()).toBe('worker');
+    const job = app.task('later-default', () => 'done');
+    await startWorker({ concurrency: 1, prefetchMultiplier: 1 });
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    await waitFor(() => worker.scheduled().length === 1);
+    expect(worker.prefetchCount).toBe(2);
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+  });
+
+  it('stops taking ETA tasks at workerEtaTaskLimit: the prefetch is capped there and the broker keeps the rest', async () => {
+    app.conf.workerEtaTaskLimit = 3;
+    const ran: number[] = [];
+    const job = app.task('later-limited', (_ctx, n: number) => ran.push(n));
+    await startWorker({ concurrency: 1, prefetchMultiplier: 1 });
+    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => job.applyAsync([n], { countdown: 0.6 })));
+    await waitFor(() => worker.scheduled().length === 3);
+    expect(worker.prefetchCount).toBe(3);
+    // Held ones only leave when they run: until then, no fourth is taken.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(worker.scheduled().length).toBeLessThanOrEqual(3);
+    expect(worker.state.reserved.size).toBeLessThanOrEqual(3);
+    await Promise.all(results.map((result) => result.get({ timeout: 10_000 })));
+    expect(ran.sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(worker.prefetchCount).toBe(1);
+  });
+
+  it('defers ETA tasks to the broker when told to (etaStrategy broker)', async () => {
+    app.conf.etaStrategy = 'broker';
     const job = app.task('later2', () => 'done');
     await startWorker();
     const result = await job.applyAsync([], { countdown: 0.2 });
     expect(await result.get({ timeout: 5000 })).toBe('done');
     expect(worker.scheduled()).toHaveLength(0);
+  });
+
+  it('sends one task-received for a task it deferred to the broker, when it comes back to run', async () => {
+    const job = app.task('later3', () => 'done');
+    // Sent by a client that publishes ETA tasks at once; this worker then defers it to the broker.
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    app.conf.etaStrategy = 'broker';
+    await startWorker();
+    const received: string[] = [];
+    worker.on('task', (kind, request) => void (kind === 'received' && received.push(request.id)));
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+    expect(logs.some((record) => record.message.includes('deferred to the broker'))).toBe(true);
+    expect(received).toEqual([result.id]);
+  });
+
+  it('sends one task-received for a task it holds until its ETA', async () => {
+    const job = app.task('later4', () => 'done');
+    await startWorker();
+    const received: string[] = [];
+    worker.on('task', (kind, request) => void (kind === 'received' && received.push(request.id)));
+    const result = await job.applyAsync([], { countdown: 0.3 });
+    expect(await result.get({ timeout: 5000 })).toBe('done');
+    expect(received).toEqual([result.id]);
+  });
+
+  it('sends no second task-received when the broker redelivers a task it still holds, and runs it once', async () => {
+    const runs: string[] = [];
+    const job = app.task('later5', (ctx) => runs.push(ctx.request.id));
+    const result = await job.applyAsync([], { countdown: 0.6 });
+    // The message as the broker stores it, to hand out again as a redelivery while the worker holds it.
+    const memory = MemoryBroker.named(broker);
+    const [claim] = memory.take(['celery'], 1);
+    memory.put('celery', claim!.message, claim!.priority, 'tail');
+    await startWorker();
+    await waitFor(() => worker.scheduled().length === 1);
+    memory.put('celery', { ...claim!.message, redelivered: true }, claim!.priority, 'tail');
+    await waitFor(() => logs.some((record) => record.message.includes('redelivered while held')));
+    expect(worker.scheduled()).toHaveLength(1);
+    await result.get({ timeout: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(runs).toEqual([result.id]);
+    expect(logs.filter((record) => record.message.includes(`[${result.id}] received`))).toHaveLength(1);
   });
 
   it('applies rate limits', async () => {

@@ -49,6 +49,12 @@ export class EtaTimer<T> {
     return items;
   }
 
+  /** The first held item that `predicate` accepts. */
+  find(predicate: (item: T) => boolean): T | undefined {
+    for (const item of this.#entries.keys()) if (predicate(item)) return item;
+    return undefined;
+  }
+
   get size(): number {
     return this.#entries.size;
   }

@@ -163,7 +163,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     const size = this.pool.limit;
     let prefetch = Math.max(1, size) * this.prefetchMultiplier;
     if (this.autoscaler && size < this.autoscaler.max) prefetch = Math.max(prefetch, size + 1);
-    return prefetch + this.#eta.size;
+    // Celery 5.6's worker_eta_task_limit is Kombu QoS's max_prefetch: the bump stops there, so once that many
+    // messages are held the broker keeps the rest (no unbounded ETA memory).
+    const limit = this.app.conf.workerEtaTaskLimit;
+    const bumped = prefetch + this.#eta.size;
+    return limit !== null && limit > 0 ? Math.min(bumped, limit) : bumped;
   }
 
   /** Adds `n` slots to the pool and raises the prefetch to match (`pool_grow`). */
@@ -231,6 +235,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     consumer.on('recovered', () => this.log.warning('consumer: channel lost and recovered; resuming'));
     this.#consumer = consumer;
     await consumer.consume();
+    // Celery 5.5+'s DelayedDelivery step, once the consumer has declared the queues: where the broker has a shared
+    // delay ladder, route its due messages for our queues to them — when kq delays through it (etaStrategy broker)
+    // or Celery's senders would (quorum queues).
+    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
+      await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
+    }
     this.autoscaler?.start();
     const concurrency = this.autoscaler ? `${this.autoscaler.min}..${this.autoscaler.max}` : String(this.pool.limit);
     this.log.info(`${this.hostname} ready: queues [${this.queues.map((q) => q.name).join(', ')}], concurrency ${concurrency} (${this.pool.name}), prefetch ${this.prefetchCount}`);
@@ -364,13 +374,25 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await request.discardRevoked();
       return;
     }
-    if (this.log.enabled('info')) this.log.info(`Task ${message.name}[${message.id}] received`);
+    const eta = message.eta !== null && message.eta.getTime() > Date.now() ? message.eta : null;
+    // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
+    // sees when it leaves the delay ladder): one task-received per task, not one per trip.
+    if (eta && (await this.#deferToBroker(request, eta))) return;
+    // The broker gave back a task this worker still holds (the old claim was taken back, its channel lost): the new
+    // delivery replaces the old one, which can no longer be settled, and the task is not announced twice.
+    const stillHeld = eta && deliveries > 0 ? this.#eta.find((held) => held.id === message.id) : undefined;
+    if (stillHeld) {
+      this.#eta.cancel(stillHeld);
+      this.state.reserved.delete(stillHeld);
+      this.log.info(`Task ${message.name}[${message.id}] redelivered while held; holding the new delivery`);
+    } else if (this.log.enabled('info')) {
+      this.log.info(`Task ${message.name}[${message.id}] received`);
+    }
     this.state.reserved.add(request);
-    this.emitTask('received', request);
+    if (!stillHeld) this.emitTask('received', request);
     this.autoscaler?.maybeScale();
-    if (message.eta && message.eta.getTime() > Date.now()) {
-      if (await this.#deferToBroker(request, message.eta)) return;
-      this.#eta.schedule(request, message.eta, (due) => {
+    if (eta) {
+      this.#eta.schedule(request, eta, (due) => {
         void this.#updatePrefetch();
         this.#reserve(due);
       });
@@ -458,11 +480,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     const { delivery } = request;
     try {
       const channel = await this.app.connection.channel();
-      await channel.publish(delivery.deliveryInfo.exchange, delivery.deliveryInfo.routingKey, republishable(delivery), {
+      // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
+      // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
+      await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
         delay: Math.max(1, eta.getTime() - Date.now()),
       });
       await delivery.ack();
-      this.state.reserved.delete(request);
       this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
       return true;
     } catch (error) {

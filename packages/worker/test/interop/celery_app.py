@@ -33,3 +33,15 @@ def flaky(self):
     if self.request.retries < 2:
         raise self.retry(countdown=0.2)
     return self.request.retries
+
+if os.environ.get("KQ_INTEROP_VISIBILITY_TIMEOUT"):
+    # How soon Kombu's restore (run by a Python worker) takes back what a dead worker held.
+    app.conf.broker_transport_options = {"visibility_timeout": float(os.environ["KQ_INTEROP_VISIBILITY_TIMEOUT"])}
+
+
+@app.task(name="interop.mark")
+def mark(path, value):
+    """Records that Python ran it (the ETA fleet tests count runs per side)."""
+    with open(path, "a", encoding="utf-8") as marker:
+        marker.write(f"py {value}\n")
+    return value
