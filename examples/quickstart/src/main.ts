@@ -4,22 +4,27 @@
  *   pnpm demo                                                   # embedded memory:// broker and results
  *   pnpm demo --broker redis://127.0.0.1:6379/0                 # results in Redis too
  *   pnpm demo --broker amqp://guest:guest@127.0.0.1:5672 --backend rpc://
+ *   pnpm demo --broker postgresql://postgres@127.0.0.1:5432/test  # results in PostgreSQL too
  */
 import { parseArgs } from 'node:util';
+import { sanitizeUrl } from '@kq/core';
 import { TaskFailedError } from '@kq/worker';
 import { add, app, divide, flaky, resize } from './tasks';
 
-const { values } = parseArgs({ options: { broker: { type: 'string' }, backend: { type: 'string' } } });
+// `pnpm demo --broker …` reaches here as `-- --broker …` (pnpm passes its separator on): drop it.
+const argv = process.argv.slice(2).filter((arg, index) => !(index === 0 && arg === '--'));
+const { values } = parseArgs({ args: argv, options: { broker: { type: 'string' }, backend: { type: 'string' } } });
 if (values.broker) {
   app.conf.broker = values.broker;
-  app.conf.backend = values.backend ?? (values.broker.startsWith('redis') ? values.broker : 'rpc://');
+  // Results where the broker can keep them: the same Redis or PostgreSQL, else RabbitMQ's rpc:// replies.
+  app.conf.backend = values.backend ?? (/^(redis|postgres)/.test(values.broker) ? values.broker : 'rpc://');
 } else if (values.backend) app.conf.backend = values.backend;
 app.conf.taskDefaultQueue = `quickstart-${process.pid}`;
 
 async function main(): Promise<void> {
   const worker = app.worker({ concurrency: 4, hostname: 'demo@%h', loglevel: 'critical' });
   await worker.start();
-  console.log(`Worker ${worker.hostname} consuming "${app.conf.taskDefaultQueue}" on ${app.conf.broker}, results in ${app.conf.backend}\n`);
+  console.log(`Worker ${worker.hostname} consuming "${app.conf.taskDefaultQueue}" on ${sanitizeUrl(app.conf.broker)}, results in ${sanitizeUrl(app.conf.backend ?? 'none')}\n`);
 
   const sum = await add.delay(2, 3);
   console.log(`add(2, 3)              -> ${await sum.get({ timeout: 10_000 })}`);
