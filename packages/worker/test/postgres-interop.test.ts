@@ -4,15 +4,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { App } from '../src/app';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
+import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POSTGRES_URL, dropTables, rawClient, uniqueTables } from '../../postgres/test/postgres-test-env';
 
-const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const BACKEND = 'redis://127.0.0.1:6379/8';
 const ready =
   (await brokerReachable('postgres')) && (await brokerReachable('redis')) && (await pythonAvailable(['celery', 'sqlalchemy', 'psycopg2']));
@@ -31,24 +30,8 @@ describe.skipIf(!ready)('PostgreSQL interop with Python Celery on sqla+postgresq
   let worker: Worker;
   let pythonWorker: ChildProcess | undefined;
 
-  const sendFromPython = (name: string, args: unknown[]): Promise<{ status: string; result?: unknown; exc?: string }> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(pythonInterpreter, ['celery_pg_client.py', JSON.stringify({ name, args, options: { queue: `${ns}.kq` } })], {
-        cwd: interopDir,
-        env: { ...process.env, ...env },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('close', () => {
-        try {
-          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as { status: string; result?: unknown });
-        } catch {
-          reject(new Error(`python client failed: ${stderr || stdout}`));
-        }
-      });
-    });
+  const sendFromPython = (name: string, args: unknown[]): Promise<PythonOutcome> =>
+    runPythonClient('celery_pg_client.py', { name, args, options: { queue: `${ns}.kq` } }, env);
 
   beforeAll(async () => {
     app = new App('pginterop', {

@@ -5,14 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
+import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
 
-const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const python = await pythonAvailable(['celery', 'msgpack', 'yaml']);
 
 const setups = [
@@ -20,12 +19,6 @@ const setups = [
   { kind: 'amqp' as const, broker: 'amqp://guest:guest@127.0.0.1:5672', backend: 'rpc://', pyBroker: 'amqp://guest:guest@127.0.0.1:5672//' },
 ];
 
-interface Outcome {
-  status: string;
-  result?: unknown;
-  exc_type?: string;
-  exc?: string;
-}
 
 for (const setup of setups) {
   const up = await brokerReachable(setup.kind, setup.broker);
@@ -42,24 +35,8 @@ for (const setup of setups) {
     let worker: Worker;
     let pythonWorker: ChildProcess;
 
-    const sendFromPython = (name: string, args: unknown[], options: Record<string, unknown>): Promise<Outcome> =>
-      new Promise((resolve, reject) => {
-        const child = spawn(pythonInterpreter, ['celery_client.py', JSON.stringify({ name, args, options: { queue: `${ns}.kq`, ...options } })], {
-          cwd: interopDir,
-          env: { ...process.env, ...env },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        child.on('close', () => {
-          try {
-            resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as Outcome);
-          } catch {
-            reject(new Error(`python client failed: ${stderr || stdout}`));
-          }
-        });
-      });
+    const sendFromPython = (name: string, args: unknown[], options: Record<string, unknown>): Promise<PythonOutcome> =>
+      runPythonClient('celery_client.py', { name, args, options: { queue: `${ns}.kq`, ...options } }, env);
 
     beforeAll(async () => {
       // Nothing but the accept list: msgpack and yaml load on their own.

@@ -4,15 +4,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { TaskFailedError } from '../src/errors';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
+import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
 
-const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const python = await pythonAvailable(['celery']);
 
 const setups = [
@@ -20,13 +19,6 @@ const setups = [
   { kind: 'amqp' as const, broker: 'amqp://guest:guest@127.0.0.1:5672', backend: 'rpc://', pyBroker: 'amqp://guest:guest@127.0.0.1:5672//', pyBackend: 'rpc://' },
 ];
 
-interface PythonOutcome {
-  status: string;
-  result?: unknown;
-  exc_type?: string;
-  exc?: string;
-  elapsed: number;
-}
 
 for (const setup of setups) {
   const up = await brokerReachable(setup.kind, setup.broker);
@@ -44,23 +36,7 @@ for (const setup of setups) {
     let kqRetries = 0;
 
     const sendFromPython = (name: string, args: unknown[] = [], options: Record<string, unknown> = {}, kwargs: Record<string, unknown> = {}): Promise<PythonOutcome> =>
-      new Promise((resolve, reject) => {
-        const child = spawn(pythonInterpreter, ['celery_client.py', JSON.stringify({ name, args, kwargs, options: { queue: `${ns}.kq`, ...options } })], {
-          cwd: interopDir,
-          env: { ...process.env, ...env },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        child.on('close', () => {
-          try {
-            resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as PythonOutcome);
-          } catch {
-            reject(new Error(`python client failed: ${stderr || stdout}`));
-          }
-        });
-      });
+      runPythonClient('celery_client.py', { name, args, kwargs, options: { queue: `${ns}.kq`, ...options } }, env);
 
     beforeAll(async () => {
       app = new App('interop', { broker: setup.broker, backend: setup.backend, controlExchange: ns, taskDefaultQueue: `${ns}.kq`, resultExpires: 600 });
