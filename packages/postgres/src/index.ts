@@ -7,7 +7,7 @@ import { PostgresTransport } from './postgres-transport';
 export { PostgresTransport } from './postgres-transport';
 export { PostgresStore, QUARANTINE_HOLDER, type PostgresClaim } from './postgres-store';
 export { PostgresResultBackend, type PostgresResultBackendOptions } from './postgres-result-backend';
-export { connectionStringOf, redactUrl, type PostgresTransportOptions } from './postgres-options';
+export { connectionStringOf, type PostgresTransportOptions } from './postgres-options';
 export { tableNames, schemaVersion, type TableNames } from './schema';
 
 /** The factory core's transport registry calls for `postgresql://`, `postgres://` and `sqla+postgresql://` URLs. */

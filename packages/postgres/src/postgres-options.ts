@@ -1,4 +1,4 @@
-import { KqError } from '@kq/core';
+import { KqError, sanitizeUrl } from '@kq/core';
 
 export interface PostgresTransportOptions {
   /** Kombu's `queue_tablename` (default `kombu_queue`); `queue_tablename` is accepted too. */
@@ -44,16 +44,11 @@ export function connectionStringOf(url: string): string {
   const match = /^(?:sqla\+)?(postgres(?:ql)?)(?:\+[a-z0-9_]+)?:\/\//i.exec(url);
   if (!match) {
     throw new KqError(
-      `${JSON.stringify(redactUrl(url))} is not a PostgreSQL URL; use postgresql://user:password@host:5432/database ` +
+      `${JSON.stringify(sanitizeUrl(url))} is not a PostgreSQL URL; use postgresql://user:password@host:5432/database ` +
         `(sqla+postgresql:// and postgres:// are accepted too).`,
     );
   }
   return `postgresql://${url.slice(match[0].length)}`;
-}
-
-/** The URL with its password replaced by `***`, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
 }
 
 export function resolveOptions(url: string, options: PostgresTransportOptions & Record<string, unknown>): ResolvedPostgresOptions {

@@ -7,18 +7,18 @@ import { promisify } from 'node:util';
 import { Exchange, Queue, type Delivery } from '@kq/core';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { afterAll, describe, expect, it } from 'vitest';
-import { POSTGRES_URL, dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+import { PostgresTransport } from '../src/index';
+import { withSchema } from './postgres-test-env';
 
 const run = promisify(execFile);
 const ready = (await brokerReachable('postgres')) && (await pythonAvailable(['kombu', 'sqlalchemy', 'psycopg2']));
 
-/** Runs Kombu in Python against these tables; `body` is a script using `conn` (a kombu Connection). */
-async function kombu(tables: { queueTable: string; messageTable: string }, body: string): Promise<string> {
+/** Runs Kombu in Python on the schema of `url`; `body` is a script using `conn` (a kombu Connection). */
+async function kombu(url: string, body: string): Promise<string> {
   const script = [
     'import json, sys',
     'from kombu import Connection, Queue',
-    `conn = Connection(${JSON.stringify(POSTGRES_URL.replace(/^postgres(ql)?:/, 'sqla+postgresql:'))},`,
-    `    transport_options={"queue_tablename": ${JSON.stringify(tables.queueTable)}, "message_tablename": ${JSON.stringify(tables.messageTable)}})`,
+    `conn = Connection(${JSON.stringify(url.replace(/^postgres(ql)?:/, 'sqla+postgresql:'))})`,
     body,
   ].join('\n');
   const { stdout } = await run(pythonInterpreter, ['-c', script], { timeout: 30_000 });
@@ -26,18 +26,17 @@ async function kombu(tables: { queueTable: string; messageTable: string }, body:
 }
 
 describe.skipIf(!ready)('Kombu SQLAlchemy transport and kq on shared tables', () => {
-  const made: Array<{ queueTable: string; messageTable: string }> = [];
+  const schemas: Array<{ drop(): Promise<void> }> = [];
   afterAll(async () => {
-    const client = rawClient();
-    for (const tables of made) await dropTables(client, tables);
-    await client.end();
+    for (const schema of schemas) await schema.drop();
   });
+  const transportOn = (url: string): PostgresTransport => new PostgresTransport(url, { logger: { warn: () => undefined } });
 
   it('Python creates the tables and publishes; kq migrates on top and consumes the message', async () => {
-    const tables = uniqueTables('kombu_first');
-    made.push(tables);
-    await kombu(tables, 'conn.SimpleQueue("from_py").put({"hello": "kq"}, serializer="json")\nconn.release()');
-    const transport = makeTransport(tables);
+    const schema = await withSchema('kombu_first');
+    schemas.push(schema);
+    await kombu(schema.url, 'conn.SimpleQueue("from_py").put({"hello": "kq"}, serializer="json")\nconn.release()');
+    const transport = transportOn(schema.url);
     try {
       const channel = await transport.createChannel();
       await channel.declareQueue(new Queue('from_py'));
@@ -52,9 +51,9 @@ describe.skipIf(!ready)('Kombu SQLAlchemy transport and kq on shared tables', ()
   });
 
   it('kq creates the tables and publishes; Python consumes the message and finds no kq bookkeeping in it', async () => {
-    const tables = uniqueTables('kq_first');
-    made.push(tables);
-    const transport = makeTransport(tables);
+    const schema = await withSchema('kq_first');
+    schemas.push(schema);
+    const transport = transportOn(schema.url);
     try {
       const channel = await transport.createChannel();
       await channel.declareQueue(new Queue('from_kq'));
@@ -69,7 +68,7 @@ describe.skipIf(!ready)('Kombu SQLAlchemy transport and kq on shared tables', ()
       await transport.close();
     }
     const out = await kombu(
-      tables,
+      schema.url,
       'q = conn.SimpleQueue("from_kq")\nm = q.get(timeout=10)\nprint(json.dumps(m.payload))\nm.ack()\nconn.release()',
     );
     expect(JSON.parse(out)).toEqual({ hello: 'python' });

@@ -27,3 +27,22 @@ export async function dropTables(client: pg.Pool, tables: { queueTable: string; 
      DROP FUNCTION IF EXISTS ${m}_kq_notify() CASCADE`,
   );
 }
+
+/**
+ * A PostgreSQL schema of the test's own, with Kombu's default table names in it. Kombu names one of its indexes
+ * `ix_kombu_message_timestamp_id` whatever the table is called, so two Kombu table sets cannot share a schema: tests
+ * that let Python create tables each get a schema, reached through the URL's `search_path`.
+ */
+export async function withSchema(label: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const schema = `kqt_${label}_${randomBytes(4).toString('hex')}`;
+  const client = rawClient();
+  await client.query(`CREATE SCHEMA ${schema}`);
+  const separator = POSTGRES_URL.includes('?') ? '&' : '?';
+  return {
+    url: `${POSTGRES_URL}${separator}options=-c%20search_path%3D${schema}`,
+    async drop() {
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+    },
+  };
+}

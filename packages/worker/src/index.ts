@@ -12,7 +12,8 @@ export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOpt
 export { TaskContext, type RetryOptions, type TaskRequest } from './task-context';
 export { parseRateLimit, TokenBucket } from './rate-limit';
 export { backoffCountdown } from './retry-backoff';
-export { REDELIVERIES_HEADER, Worker, type WorkerEvents, type WorkerOptions } from './worker/worker';
+export { Worker, type WorkerEvents, type WorkerOptions } from './worker/worker';
+export { REDELIVERIES_HEADER } from './worker/redelivery';
 export { Request, type RequestInfo } from './worker/request';
 export { AsyncPool } from './pool/async-pool';
 export { ChildPool, type ChildPoolOptions } from './pool/child-pool';

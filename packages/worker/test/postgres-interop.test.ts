@@ -10,7 +10,7 @@ import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
 import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POSTGRES_URL, dropTables, rawClient, uniqueTables } from '../../postgres/test/postgres-test-env';
+import { withSchema } from '../../postgres/test/postgres-test-env';
 
 const BACKEND = 'redis://127.0.0.1:6379/8';
 const ready =
@@ -18,14 +18,9 @@ const ready =
 
 describe.skipIf(!ready)('PostgreSQL interop with Python Celery on sqla+postgresql', () => {
   const ns = `kqpg${randomUUID().slice(0, 8)}`;
-  const tables = uniqueTables('interop');
-  const env = {
-    KQ_PG_BROKER: POSTGRES_URL.replace(/^postgres(ql)?:/, 'sqla+postgresql:'),
-    KQ_PG_BACKEND: BACKEND,
-    KQ_PG_QUEUE_TABLE: tables.queueTable,
-    KQ_PG_MESSAGE_TABLE: tables.messageTable,
-    KQ_PG_PY_QUEUE: `${ns}.py`,
-  };
+  // Kombu's default table names, in a schema of this test's own (Kombu's index names are fixed).
+  let schema: Awaited<ReturnType<typeof withSchema>>;
+  let env: Record<string, string>;
   let app: App;
   let worker: Worker;
   let pythonWorker: ChildProcess | undefined;
@@ -34,10 +29,12 @@ describe.skipIf(!ready)('PostgreSQL interop with Python Celery on sqla+postgresq
     runPythonClient('celery_pg_client.py', { name, args, options: { queue: `${ns}.kq` } }, env);
 
   beforeAll(async () => {
+    schema = await withSchema('interop');
+    env = { KQ_PG_BROKER: schema.url.replace(/^postgres(ql)?:/, 'sqla+postgresql:'), KQ_PG_BACKEND: BACKEND, KQ_PG_PY_QUEUE: `${ns}.py` };
     app = new App('pginterop', {
-      broker: POSTGRES_URL,
+      broker: schema.url,
       backend: BACKEND,
-      brokerTransportOptions: { ...tables, pollIntervalMs: 200, logger: { warn: () => undefined } },
+      brokerTransportOptions: { pollIntervalMs: 200, logger: { warn: () => undefined } },
       taskDefaultQueue: `${ns}.kq`,
       resultExpires: 600,
     });
@@ -55,9 +52,7 @@ describe.skipIf(!ready)('PostgreSQL interop with Python Celery on sqla+postgresq
     pythonWorker?.kill('SIGKILL');
     await worker?.stop({ cold: true });
     await app?.close();
-    const client = rawClient();
-    await dropTables(client, tables);
-    await client.end();
+    await schema?.drop();
   });
 
   it('a task sent by Python runs on a kq worker, and Python reads its result', async () => {

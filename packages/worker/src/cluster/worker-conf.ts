@@ -1,5 +1,5 @@
 import { arch, release, type as osType } from 'node:os';
-import { Exchange, Queue, pythonRepr } from '@kq/core';
+import { Exchange, Queue, pythonRepr, sanitizeUrl } from '@kq/core';
 import { DEFAULT_CONFIG, type AppConfig } from '../config';
 import { KQ_VERSION, SOFTWARE_INFO } from '../events/software-info';
 
@@ -35,16 +35,11 @@ export function bugReport(conf: Readonly<AppConfig>, transportName: string): str
     `platform -> system:${SOFTWARE_INFO.sw_sys} arch:${arch()}`,
     `            kernel version:${release()} imp:Node.js (${osType()})`,
     'loader   -> kq',
-    `settings -> transport:${transportName} results:${conf.backend ? maskUrl(conf.backend) : 'disabled'}`,
+    `settings -> transport:${transportName} results:${conf.backend ? sanitizeUrl(conf.backend) : 'disabled'}`,
     '',
     settings,
     '',
   ].join('\n');
-}
-
-/** `scheme://user:secret@host` → `scheme://user:**@host`. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1**@');
 }
 
 function snakeCase(name: string): string {
@@ -62,7 +57,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 function jsonSafe(value: unknown): unknown {
   if (value === null || typeof value === 'boolean' || typeof value === 'number') return value;
-  if (typeof value === 'string') return maskUrl(value);
+  if (typeof value === 'string') return sanitizeUrl(value);
   if (typeof value === 'function') return `<function ${value.name || 'anonymous'}>`;
   if (value instanceof Queue) {
     const exchange = value.exchange;

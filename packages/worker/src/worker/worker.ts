@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, ContentDisallowed, DecodeError, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type OutgoingMessage, type Queue, type ResultMeta } from '@kq/core';
+import { Consumer, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { App } from '../app';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
@@ -10,6 +10,8 @@ import { createPool } from '../pool/create-pool';
 import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
 import { controlCommands } from './control-commands';
 import { EtaTimer } from './eta-timer';
+import { storeFailure, storeUnreadable } from './failure-records';
+import { RedeliveryGuard, republishable } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
 import type { ClusterOptions } from '../cluster/cluster-options';
@@ -22,8 +24,6 @@ const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
 /** How long a stop waits for abandoned tasks to give their messages back before closing the channel anyway. */
 const ABANDON_SETTLE_MS = 5000;
 
-/** Header kq counts redeliveries in, on transports that do not count them. */
-export const REDELIVERIES_HEADER = 'kq_redeliveries';
 
 export interface WorkerOptions {
   /** Queues to consume (default: the app's `taskDefaultQueue`). */
@@ -91,6 +91,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   readonly prefetchMultiplier: number;
   readonly #options: WorkerOptions;
   readonly #eta = new EtaTimer<Request>();
+  readonly #redeliveries: RedeliveryGuard;
   readonly #buckets = new Map<string, TokenBucket | null>();
   readonly #taskLoggers = new Map<string, Logger>();
   readonly #timeLimits = new Map<string, { soft: number | null; hard: number | null }>();
@@ -109,6 +110,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.concurrency = Math.max(1, options.autoscale?.max ?? options.concurrency ?? app.conf.workerConcurrency);
     this.prefetchMultiplier = Math.max(0, options.prefetchMultiplier ?? app.conf.workerPrefetchMultiplier);
     this.log = options.logger ?? new Logger(this.hostname, { level: options.loglevel ?? 'info' });
+    this.#redeliveries = new RedeliveryGuard(app, this.state, this.log);
     const { autoscale } = options;
     this.pool = createPool({
       kind: options.pool ?? 'async',
@@ -333,7 +335,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     } catch (error) {
       const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
       await this.#rejectMessage(delivery, reason);
-      await this.#storeUnreadable(delivery, reason);
+      await storeUnreadable(this.app, this.log, delivery, reason);
       return;
     }
     const task = this.app.tasks.get(message.name);
@@ -342,7 +344,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await this.#rejectMessage(delivery, error);
       // As Celery's consumer: FAILURE stored with a request that knows only the name — so the extended fields Python
       // stores for it are all null — and a task-failed event, so monitors (Flower, kq events) see it fail.
-      await this.#storeFailure(
+      await storeFailure(
+        this.app,
+        this.log,
         message,
         { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' },
         { name: null, args: null, kwargs: null, worker: null, retries: null, queue: null },
@@ -351,21 +355,21 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       return;
     }
     const request = new Request(this, delivery, message, task as never);
-    if (delivery.deliveryInfo.redelivered && (await this.#succeededBefore(message))) {
+    if (delivery.deliveryInfo.redelivered && (await this.#redeliveries.succeededBefore(message))) {
       // A run already succeeded (its ack was lost: a blocked event loop outlived the lease, a connection dropped
       // after the result was stored). Running it again would only repeat it, and failing it would contradict it.
       this.log.warning(`Task ${message.name}[${message.id}] was redelivered but already succeeded; acknowledging it without running it again`);
       await delivery.ack().catch((error: unknown) => this.log.warning(`could not ack: ${String(error)}`));
       return;
     }
-    const counted = this.#deliveriesBefore(delivery);
-    const deliveries = counted === 'republish' ? await this.#republishCounted(delivery) : counted;
+    const counted = this.#redeliveries.deliveriesBefore(delivery);
+    const deliveries = counted === 'republish' ? await this.#redeliveries.republishCounted(delivery) : counted;
     if (deliveries === null) return; // handed on as a counted copy
     if (deliveries >= this.app.conf.workerMaxRedeliveries) {
       const reason = `Task ${message.name}[${message.id}] was delivered ${deliveries + 1} times without completing (does it crash its worker?); giving up.`;
       this.log.error(reason);
       this.emit('rejected', delivery, new InvalidTaskError(reason));
-      await this.#storeFailure(message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
+      await storeFailure(this.app, this.log, message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
       await delivery.reject(`WorkerLostError: ${reason}`).catch(() => undefined);
       return;
     }
@@ -400,57 +404,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       return;
     }
     this.#reserve(request);
-  }
-
-  /**
-   * How many times this message was delivered before. Brokers that count (quorum queues) say so; for the others a
-   * redelivered message is republished once with the count in a header and the original acked, so a task that
-   * keeps killing its worker is stopped after `workerMaxRedeliveries` instead of looping forever. Answered without
-   * waiting unless the message must be republished (`'republish'`, then see {@link #republishCounted}).
-   */
-  #deliveriesBefore(delivery: Delivery): number | 'republish' {
-    const { deliveryInfo } = delivery;
-    if (deliveryInfo.deliveryCount !== undefined) return deliveryInfo.deliveryCount;
-    const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
-    if (!deliveryInfo.redelivered) return counted;
-    const seen = counted + 1;
-    return seen >= this.app.conf.workerMaxRedeliveries ? seen : 'republish';
-  }
-
-  /** Whether a run of this task already succeeded, here or as its stored result says (asked for redelivered messages only). */
-  async #succeededBefore(message: TaskMessage): Promise<boolean> {
-    if (this.state.succeeded.has(message.id)) return true;
-    try {
-      const backend = await this.app.backend();
-      return (await backend?.get(message.id))?.status === 'SUCCESS';
-    } catch (error) {
-      this.log.warning(`Could not look up the result of redelivered task ${message.name}[${message.id}] (${String(error)}); running it`);
-      return false;
-    }
-  }
-
-  /** Hands a redelivered message on with its count raised and acks it; null once handed on, else the count. */
-  async #republishCounted(delivery: Delivery): Promise<number | null> {
-    const { deliveryInfo } = delivery;
-    // Its claim was already taken back (a blocked loop outlived the lease): the broker has given it out again, and
-    // a counted copy on top would make two.
-    if (delivery.stale) return null;
-    const counted = Number(delivery.headers[REDELIVERIES_HEADER] ?? 0) || 0;
-    const seen = counted + 1;
-    try {
-      const channel = await this.app.connection.channel();
-      await channel.publish(deliveryInfo.exchange, deliveryInfo.routingKey, republishable(delivery, { [REDELIVERIES_HEADER]: seen }));
-    } catch (error) {
-      this.log.warning(`Could not count the redelivery of ${deliveryInfo.deliveryTag} (${String(error)}); running it as is`);
-      return counted;
-    }
-    // The counted copy is out: this one must not also run here, whether or not its ack lands. If the ack fails (the
-    // claim was taken back meanwhile), the broker holds the original again as well; a redelivered copy of a task
-    // that already succeeded is then acknowledged without running (see #succeededBefore).
-    await delivery.ack().catch((error: unknown) => {
-      this.log.warning(`Handed ${deliveryInfo.deliveryTag} on as a counted copy, but the original's ack failed (${String(error)}); it will be redelivered`);
-    });
-    return null;
   }
 
   /** Hands a request to the pool, through its task's rate limit. */
@@ -502,46 +455,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     }
   }
 
-  /**
-   * A task message whose body was refused (content type not accepted) or could not be decoded still names its task
-   * id in its headers: its FAILURE is stored, so a caller waiting on the result learns why instead of waiting for
-   * ever. (Celery only logs these; kq does better — see docs/wire-notes.md.)
-   */
-  async #storeUnreadable(delivery: Delivery, reason: Error): Promise<void> {
-    const id = delivery.headers['id'];
-    if (typeof id !== 'string' || id === '') return;
-    if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;
-    const { correlationId, replyTo } = delivery.properties;
-    await this.#storeFailure(
-      { id, name: String(delivery.headers['task'] ?? '?'), correlationId: correlationId ?? id, replyTo: replyTo ?? null },
-      { exc_type: reason.name, exc_message: [reason.message], exc_module: 'kombu.exceptions' },
-    );
-  }
-
-  async #storeFailure(
-    message: Pick<TaskMessage, 'id' | 'name' | 'correlationId' | 'replyTo'>,
-    info: { exc_type: string; exc_message: unknown[]; exc_module: string },
-    extended: Partial<ResultMeta> = {},
-  ): Promise<void> {
-    try {
-      const backend = await this.app.backend();
-      await backend?.store(
-        {
-          status: 'FAILURE',
-          result: info,
-          traceback: null,
-          children: [],
-          date_done: formatIsoDate(new Date()),
-          ...(this.app.conf.resultExtended ? extended : {}),
-          task_id: message.id,
-        },
-        { expiresMs: this.app.conf.resultExpires * 1000, ...(message.replyTo ? { replyTo: message.replyTo } : {}), correlationId: message.correlationId },
-      );
-    } catch (error) {
-      this.log.error(`Could not store the failure of ${message.name}[${message.id}]: ${String(error)}`);
-    }
-  }
-
   async #stop(cold: boolean): Promise<void> {
     if (!this.#running) return;
     this.log.info(cold ? 'Cold shutdown' : 'Warm shutdown');
@@ -571,21 +484,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.log.info('Worker stopped');
     this.emit('shutdown');
   }
-}
-
-/**
- * The message to publish again for a delivery (a counted copy, an ETA deferral): as received, minus the Redis
- * transport's `redelivered` header, which would make the fresh copy look redelivered.
- */
-function republishable(delivery: Delivery, extraHeaders: Record<string, unknown> = {}): OutgoingMessage {
-  const { redelivered: _redelivered, ...headers } = delivery.headers;
-  return {
-    body: delivery.body,
-    contentType: delivery.contentType,
-    contentEncoding: delivery.contentEncoding,
-    headers: { ...headers, ...extraHeaders },
-    properties: delivery.properties,
-  };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,0 +1,49 @@
+import { ContentDisallowed, DecodeError, type Delivery, type ResultMeta } from '@kq/core';
+import type { App } from '../app';
+import type { Logger } from '../logger';
+import { formatIsoDate, type TaskMessage } from '../protocol/index';
+
+type FailureTarget = Pick<TaskMessage, 'id' | 'name' | 'correlationId' | 'replyTo'>;
+type ExceptionRecord = { exc_type: string; exc_message: unknown[]; exc_module: string };
+
+/**
+ * Stores FAILURE for a task message that never became a run (unknown task, delivered too often, unreadable body),
+ * so a caller waiting on its result learns why. Never throws: a backend that cannot store it is logged.
+ */
+export async function storeFailure(app: App, log: Logger, message: FailureTarget, info: ExceptionRecord, extended: Partial<ResultMeta> = {}): Promise<void> {
+  try {
+    const backend = await app.backend();
+    await backend?.store(
+      {
+        status: 'FAILURE',
+        result: info,
+        traceback: null,
+        children: [],
+        date_done: formatIsoDate(new Date()),
+        ...(app.conf.resultExtended ? extended : {}),
+        task_id: message.id,
+      },
+      { expiresMs: app.conf.resultExpires * 1000, ...(message.replyTo ? { replyTo: message.replyTo } : {}), correlationId: message.correlationId },
+    );
+  } catch (error) {
+    log.error(`Could not store the failure of ${message.name}[${message.id}]: ${String(error)}`);
+  }
+}
+
+/**
+ * A task message whose body was refused (content type not accepted) or could not be decoded still names its task id
+ * in its headers: its FAILURE (`ContentDisallowed` / `DecodeError`) is stored. (Celery only logs these; kq does
+ * better — see docs/wire-notes.md.)
+ */
+export async function storeUnreadable(app: App, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
+  const id = delivery.headers['id'];
+  if (typeof id !== 'string' || id === '') return;
+  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;
+  const { correlationId, replyTo } = delivery.properties;
+  await storeFailure(
+    app,
+    log,
+    { id, name: String(delivery.headers['task'] ?? '?'), correlationId: correlationId ?? id, replyTo: replyTo ?? null },
+    { exc_type: reason.name, exc_message: [reason.message], exc_module: 'kombu.exceptions' },
+  );
+}
