@@ -116,6 +116,22 @@ describe('Worker on memory://', () => {
     expect(await (await auto.delay()).get({ timeout: 5000 })).toBe(2);
   });
 
+  it('stores an AbortError thrown because of the soft limit as SoftTimeLimitExceeded, as a Python task would fail', async () => {
+    const fetchy = app.task(
+      'fetchy',
+      (ctx) =>
+        new Promise((_resolve, reject) => {
+          // What fetch(url, { signal: ctx.signal }) does when the signal aborts.
+          ctx.signal.addEventListener('abort', () => reject(new DOMException('This operation was aborted', 'AbortError')));
+        }),
+      { softTimeLimit: 0.05 },
+    );
+    await startWorker();
+    const result = await fetchy.delay();
+    await expect(result.get({ timeout: 5000 })).rejects.toThrow(/SoftTimeLimitExceeded/);
+    expect(await result.meta()).toMatchObject({ status: 'FAILURE', result: { exc_type: 'SoftTimeLimitExceeded', exc_module: 'celery.exceptions' } });
+  });
+
   it('aborts the signal at the soft limit and fails at the hard limit, freeing the slot', async () => {
     const reasons: string[] = [];
     const sleepy = app.task(

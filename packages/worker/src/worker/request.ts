@@ -254,8 +254,9 @@ export class Request {
     });
   }
 
-  async #handleError(error: unknown): Promise<Outcome> {
+  async #handleError(thrown: unknown): Promise<Outcome> {
     const { worker } = this;
+    let error = this.#softLimitCause(thrown);
     // Checked first: a child pool reports the child it killed for us as WorkerLostError.
     if (this.#killReason instanceof WorkerShutdownError) return this.#giveBack(this.#killReason);
     if (error instanceof WorkerLostError) return this.failWorkerLost(error); // the task did not fail: its child died
@@ -328,6 +329,18 @@ export class Request {
         'so it will not run again — set acksLate for tasks that must survive a shutdown',
     );
     return 'ignored';
+  }
+
+  /**
+   * What a task threw because its soft time limit aborted its signal — an `AbortError` from `fetch`, a stream, a
+   * timer — is that limit: stored as Celery's `SoftTimeLimitExceeded`, as a Python task's would be, not as the
+   * AbortError the platform raised.
+   */
+  #softLimitCause(error: unknown): unknown {
+    const reason = this.#abort?.signal.aborted ? (this.#abort.signal.reason as unknown) : undefined;
+    if (!(reason instanceof SoftTimeLimitExceeded) || error === reason) return error;
+    const isAbort = error instanceof Error && (error.name === 'AbortError' || error.cause === reason);
+    return isAbort ? reason : error;
   }
 
   #shouldAutoretry(error: unknown): boolean {
