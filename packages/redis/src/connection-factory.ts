@@ -22,6 +22,11 @@ export class ConnectionFactory {
     this.#options = options;
   }
 
+  /** The database number the URL (or the `db` option) selects. */
+  get db(): number {
+    return this.#options.endpoint.db;
+  }
+
   /** The name prefix shared by this store's connections. */
   get namePrefix(): string {
     return `${this.#options.namePrefix.replace(/\s+/g, '_')}.${this.#options.storeId}.`;

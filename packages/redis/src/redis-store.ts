@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ConnectionLost,
+  KqError,
   Exchange,
   Queue,
   StaleDeliveryError,
@@ -199,6 +200,21 @@ export class RedisStore implements VirtualStore {
       commands.disconnect();
       subscriber.disconnect();
       throw new ConnectionLost(`Cannot connect to Redis: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    // ioredis selects the database on its own and, when the server refuses the number, carries on in database 0:
+    // every message would silently go there. Asked here, a refusal is an error that says what to change.
+    if (factory.db !== 0) {
+      try {
+        await commands.select(factory.db);
+      } catch (error) {
+        commands.disconnect();
+        subscriber.disconnect();
+        throw new KqError(
+          `Redis database ${factory.db} cannot be selected (${error instanceof Error ? error.message : String(error)}): use a ` +
+            `number below the server's "databases" setting (16 by default), e.g. redis://127.0.0.1:6379/0.`,
+          { cause: error },
+        );
+      }
     }
     this.#commands = commands;
     this.#subscriber = subscriber;

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RedisTransport } from '../src/index';
 import { SKIPLIST_PIN } from '../src/lua-scripts';
 import { capture } from './helpers/monitor';
-import { cleanup, makeTransport, rawClient, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
+import { cleanup, makeTransport, quietLogger, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
 
@@ -39,6 +39,12 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
   });
   afterEach(async () => {
     await transport.close();
+  });
+
+  it('refuses a database number the server does not have, instead of silently using database 0', async () => {
+    const outOfRange = new RedisTransport(redisUrl(99), { logger: quietLogger });
+    await expect(outOfRange.connect()).rejects.toThrow(/Redis database 99 cannot be selected .*use a number below the server's "databases" setting/);
+    await outOfRange.close();
   });
 
   it('publishes with LPUSH to the queue list and consumes FIFO', async () => {
