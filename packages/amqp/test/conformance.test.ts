@@ -1,4 +1,4 @@
-import { afterAll } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
 import { amqplib, type AmqplibChannel, type AmqplibConnection } from '../src/amqplib-loader';
 import { AmqpTransport } from '../src/index';
@@ -68,5 +68,10 @@ if (up) {
     recoveryTimeoutMs: 5000,
     // Kombu's ladder delays in whole seconds.
     delayResolutionMs: 1000,
+  });
+} else {
+  // A file with no test at all fails the run; this one says why it has none (brokerReachable printed the reason).
+  describe.skip('transport conformance: amqp — skipped: the broker is not reachable', () => {
+    it('runs when the broker is up', () => undefined);
   });
 }

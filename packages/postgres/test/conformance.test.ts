@@ -1,5 +1,5 @@
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
-import { afterAll } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { PostgresTransport } from '../src/index';
 import { dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
 
@@ -37,5 +37,10 @@ if (up) {
       transport.terminate();
     },
     recoveryTimeoutMs: LEASE_MS * 4,
+  });
+} else {
+  // A file with no test at all fails the run; this one says why it has none (brokerReachable printed the reason).
+  describe.skip('transport conformance: postgres — skipped: the broker is not reachable', () => {
+    it('runs when the broker is up', () => undefined);
   });
 }

@@ -1,5 +1,5 @@
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
-import { afterAll } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { RedisTransport } from '../src/index';
 import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
 
@@ -36,5 +36,10 @@ if (up) {
       transport.terminate();
     },
     recoveryTimeoutMs: LEASE_MS * 4,
+  });
+} else {
+  // A file with no test at all fails the run; this one says why it has none (brokerReachable printed the reason).
+  describe.skip('transport conformance: redis — skipped: the broker is not reachable', () => {
+    it('runs when the broker is up', () => undefined);
   });
 }
