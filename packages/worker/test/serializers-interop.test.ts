@@ -3,14 +3,14 @@
  * accept list; pickle is refused by kq with a stored ContentDisallowed, so a Python caller's get() fails at once
  * instead of waiting for ever.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
-import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
+import { runPythonClient, startPythonWorker, type PythonOutcome } from './fixtures/python-client';
 
 const python = await pythonAvailable(['celery', 'msgpack', 'yaml']);
 
@@ -50,11 +50,7 @@ for (const setup of setups) {
       app.task('interop.kq_add', (_ctx, x: number, y: number) => x + y);
       worker = app.worker({ hostname: `kq@${ns}`, concurrency: 2, logger: new Logger('ser', { level: 'critical', sink: () => undefined }) });
       await worker.start();
-      pythonWorker = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '--without-mingle', '--without-gossip', '-l', 'warning'], {
-        cwd: interopDir,
-        env: { ...process.env, ...env },
-        stdio: 'ignore',
-      });
+      pythonWorker = startPythonWorker(`py@${ns}`, env);
     });
 
     afterAll(async () => {

@@ -2,10 +2,9 @@
  * An unknown task, as a Python Celery 5 worker handles it and as a kq worker does: the same FAILURE meta (extended
  * fields included, all null) and the same task-failed event, so Flower and Celery's State see it fail either way.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
@@ -13,10 +12,10 @@ import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
+import { startPythonWorker } from './fixtures/python-client';
 
 const DB = 11;
 const BROKER = `redis://127.0.0.1:6379/${DB}`;
-const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const ready = (await brokerReachable('redis', BROKER)) && (await pythonAvailable(['celery']));
 
 async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
@@ -43,10 +42,9 @@ describe.skipIf(!ready)('an unknown task on a Python worker and on a kq worker',
     await receiver.start();
     worker = app.worker({ hostname: `kq@${ns}`, logger: new Logger('unknown', { level: 'critical', sink: () => undefined }), steps: clusterSteps({ taskEvents: true, mingle: false, gossip: false }) });
     await worker.start();
-    python = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-E', '-n', `py@${ns}`, '--pool', 'solo', '--without-mingle', '--without-gossip', '-l', 'critical'], {
-      cwd: interopDir,
-      env: {
-        ...process.env,
+    python = startPythonWorker(
+      `py@${ns}`,
+      {
         KQ_INTEROP_BROKER: BROKER,
         KQ_INTEROP_BACKEND: BROKER,
         KQ_INTEROP_PY_QUEUE: `${ns}.py`,
@@ -54,8 +52,8 @@ describe.skipIf(!ready)('an unknown task on a Python worker and on a kq worker',
         KQ_INTEROP_RESULT_EXTENDED: '1',
         KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev`,
       },
-      stdio: 'ignore',
-    });
+      ['-E', '-l', 'critical'],
+    );
   });
 
   afterAll(async () => {

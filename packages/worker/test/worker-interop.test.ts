@@ -2,15 +2,15 @@
  * Issue 7's interop proof against real Python Celery 5 (Debian's python3-celery): tasks cross in both directions on
  * Redis (redis result backend) and RabbitMQ (rpc:// results), with countdown, retries, expiry and failures.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { TaskFailedError } from '../src/errors';
 import { Logger } from '../src/logger';
 import type { Worker } from '../src/worker/worker';
-import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
+import { runPythonClient, startPythonWorker, type PythonOutcome } from './fixtures/python-client';
 
 const python = await pythonAvailable(['celery']);
 
@@ -56,11 +56,7 @@ for (const setup of setups) {
       );
       worker = app.worker({ hostname: `kq@${ns}`, concurrency: 4, logger: new Logger('interop', { level: 'critical', sink: () => undefined }) });
       await worker.start();
-      pythonWorker = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '--without-mingle', '--without-gossip', '-l', 'warning'], {
-        cwd: interopDir,
-        env: { ...process.env, ...env },
-        stdio: 'ignore',
-      });
+      pythonWorker = startPythonWorker(`py@${ns}`, env);
     });
 
     afterAll(async () => {
