@@ -120,7 +120,9 @@ describe.skipIf(!redisUp || !python)('ETA tasks in a mixed kq/Python fleet on Re
     expect(marks(marker)).toEqual(['py held']);
   }, 90_000);
 
-  it('with no kq worker left, a Python worker runs the ETA tasks a kq client sent', async () => {
+  // Once, under a loaded full run, the result did not arrive within 30 s (not reproduced alone): retried once while
+  // that is investigated — see the session note.
+  it('with no kq worker left, a Python worker runs the ETA tasks a kq client sent', { timeout: 40_000, retry: 1 }, async () => {
     const marker = join(dir, 'sent');
     children.push(startPython(pyEnv, `py2@${ns}`));
     const sent = Date.now();
@@ -128,9 +130,7 @@ describe.skipIf(!redisUp || !python)('ETA tasks in a mixed kq/Python fleet on Re
     expect(await result.get({ timeout: 30_000 })).toBe('later');
     expect(Date.now() - sent).toBeGreaterThanOrEqual(2000 - 20);
     expect(marks(marker)).toEqual(['py later']);
-    // Once, under a loaded full run, the result did not arrive within 30 s (not reproduced alone); retried once
-    // while that is investigated — see the session note.
-  }, { timeout: 40_000, retry: 1 });
+  });
 });
 
 const amqpUp = await brokerReachable('amqp', AMQP);
