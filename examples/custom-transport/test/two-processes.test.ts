@@ -91,7 +91,9 @@ describe('FileSystemTransport shared by two processes', () => {
     }
   }
 
-  it('two consumer processes share one queue: every message processed exactly once', async () => {
+  // "Each process did part of the work" depends on both processes polling while the 400 messages last: on a loaded
+  // 2-core machine one process once took them all. Retried once; the exactly-once checks hold on every try.
+  it('two consumer processes share one queue: every message processed exactly once', { timeout: 60_000, retry: 1 }, async () => {
     const queue = 'shared.work';
     workers = [startWorker(root, queue, 5_000), startWorker(root, queue, 5_000)];
     await Promise.all(workers.map((worker) => worker.ready));
@@ -110,7 +112,7 @@ describe('FileSystemTransport shared by two processes', () => {
     expect(duplicatesOf(acked()), 'messages processed twice').toEqual([]);
     expect([...acked()].sort()).toEqual([...ids].sort());
     for (const worker of workers) expect(worker.acked.length, 'each process did part of the work').toBeGreaterThan(0);
-  }, 60_000);
+  });
 
   it('a consumer process killed mid-stream: the other one gets its messages after the visibility timeout', async () => {
     const queue = 'shared.crash';
