@@ -15,7 +15,7 @@ import {
 import { tolerantFieldTables, type AmqplibChannel, type AmqplibConnection } from './amqplib-loader';
 import { AmqpChannel } from './amqp-channel';
 import { isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
-import { parseAmqpUrl, type AmqpUrl } from './amqp-url';
+import { BrokerAlternates } from './broker-alternates';
 import { ChannelSlot, closeQuietly } from './channel-slot';
 import { ConnectionSupervisor } from './connection-supervisor';
 import { AmqpDeadLetters } from './dead-letter-queue';
@@ -42,7 +42,6 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
   readonly supervisor: ConnectionSupervisor;
   readonly topology = new Topology();
   readonly ladder: DelayLadder;
-  readonly #url: AmqpUrl;
   readonly #channels = new Set<AmqpChannel>();
   /** Ladder and route declarations, and re-declaring queues for resuming consumers. */
   readonly #admin: ChannelSlot;
@@ -53,8 +52,8 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
 
   constructor(url = 'amqp://guest:guest@localhost:5672//', options: AmqpTransportOptions = {}) {
     super();
-    this.#url = parseAmqpUrl(url);
     this.options = resolveOptions(options);
+    const brokers = new BrokerAlternates(url, this.options.failoverStrategy);
     this.ladder = new DelayLadder(this.options.delayLadderPrefix);
     this.capabilities = {
       exchangeTypes: ['direct', 'topic', 'fanout', 'headers'],
@@ -67,7 +66,7 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
       publisherConfirms: this.options.publisherConfirms,
       crashRecovery: true,
     };
-    this.supervisor = new ConnectionSupervisor(this.#url, this.options, (connection) => this.#redeclare(connection));
+    this.supervisor = new ConnectionSupervisor(brokers, this.options, (connection) => this.#redeclare(connection));
     this.supervisor.on('connected', () => this.emit('connected'));
     this.supervisor.on('disconnected', (error) => this.emit('disconnected', error));
     this.supervisor.on('error', (error) => this.emit('error', error));
@@ -107,11 +106,13 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
   describe(): TransportDescription {
     return {
       transport: 'amqp',
-      hostname: this.#url.hostname,
-      port: this.#url.port,
-      virtualHost: this.#url.vhost,
-      userid: this.#url.username,
-      ssl: this.#url.protocol === 'amqps',
+      hostname: this.supervisor.url.hostname,
+      port: this.supervisor.url.port,
+      virtualHost: this.supervisor.url.vhost,
+      userid: this.supervisor.url.username,
+      ssl: this.supervisor.url.protocol === 'amqps',
+      // amqplib logs in with PLAIN (its default credentials), the mechanism py-amqp negotiates with RabbitMQ too.
+      loginMethod: 'PLAIN',
     };
   }
 

@@ -3,6 +3,7 @@ import { amqplib, type AmqplibConnection } from './amqplib-loader';
 import { isConnectionFailure } from './amqp-errors';
 import { closeQuietly } from './channel-slot';
 import type { AmqpUrl } from './amqp-url';
+import type { BrokerAlternates } from './broker-alternates';
 import type { ResolvedAmqpOptions } from './options';
 
 type SupervisorState = 'idle' | 'connecting' | 'ready' | 'reconnecting' | 'closed';
@@ -23,7 +24,7 @@ export type ConnectedHook = (connection: AmqplibConnection, generation: number) 
  * from ones whose channel died with an earlier connection.
  */
 export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
-  readonly #url: AmqpUrl;
+  readonly #brokers: BrokerAlternates;
   readonly #options: ResolvedAmqpOptions;
   readonly #onConnected: ConnectedHook;
   readonly #waiters = new Set<Waiter>();
@@ -34,9 +35,9 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
   #reconnectAttempts = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
 
-  constructor(url: AmqpUrl, options: ResolvedAmqpOptions, onConnected: ConnectedHook) {
+  constructor(brokers: BrokerAlternates, options: ResolvedAmqpOptions, onConnected: ConnectedHook) {
     super();
-    this.#url = url;
+    this.#brokers = brokers;
     this.#options = options;
     this.#onConnected = onConnected;
   }
@@ -75,7 +76,7 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
         return this.#wait(timeoutMs);
       case 'idle':
         this.#state = 'connecting';
-        this.#attempt = this.#establish().then(
+        this.#attempt = this.#establishAny().then(
           (connection) => {
             this.#attempt = undefined;
             return connection;
@@ -122,6 +123,21 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
     this.#waiters.clear();
   }
 
+  /** Tries each broker of the URL list once, from the current one, until one connects. */
+  async #establishAny(): Promise<AmqplibConnection> {
+    let lastError: unknown;
+    for (let tried = 0; tried < this.#brokers.urls.length; tried++) {
+      try {
+        return await this.#establish();
+      } catch (error) {
+        lastError = error;
+        if (this.#state === 'closed') break;
+        this.#brokers.next();
+      }
+    }
+    throw lastError;
+  }
+
   async #establish(): Promise<AmqplibConnection> {
     const connection = await this.#open();
     let lastError: Error | undefined;
@@ -163,8 +179,13 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
     return connection;
   }
 
+  /** The broker connected to (or tried next). */
+  get url(): AmqpUrl {
+    return this.#brokers.current;
+  }
+
   #open(): Promise<AmqplibConnection> {
-    const url = this.#url;
+    const url = this.#brokers.current;
     const options = this.#options;
     const heartbeat = options.heartbeat ?? url.heartbeat;
     const frameMax = options.frameMax ?? url.frameMax;
@@ -199,6 +220,8 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
     this.#connection = undefined;
     if (this.#state === 'closed') return;
     this.#state = 'reconnecting';
+    // A lost connection moves to the next broker of a URL list (a cluster's other nodes), as Kombu's failover does.
+    this.#brokers.next();
     this.emit('disconnected', error ?? new ConnectionLost('The broker closed the connection.'));
     this.#reconnectAttempts = 0;
     this.#scheduleReconnect();
@@ -226,6 +249,7 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
         (error: unknown) => {
           if (this.#state === 'closed') return;
           this.emit('error', asConnectionLost(error, this.#describeTarget(), attempt));
+          this.#brokers.next();
           this.#scheduleReconnect();
         },
       );
@@ -250,7 +274,7 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
   }
 
   #describeTarget(): string {
-    const url = this.#url;
+    const url = this.#brokers.current;
     return `${url.protocol}://${url.hostname}:${url.port}/${url.vhost === '/' ? '' : encodeURIComponent(url.vhost)}`;
   }
 }

@@ -8,6 +8,7 @@ export { AmqpTransport, AMQP_MAX_PRIORITY } from './amqp-transport';
 export type { AmqpTransportOptions, DelayQueueType } from './options';
 export { ConsumerCancelled } from './amqp-errors';
 export { parseAmqpUrl, type AmqpUrl } from './amqp-url';
+export { BrokerAlternates, type FailoverStrategy } from './broker-alternates';
 export {
   DEFAULT_DELAY_LADDER,
   DELAY_BITS,

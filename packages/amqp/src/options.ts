@@ -1,3 +1,4 @@
+import type { FailoverStrategy } from './broker-alternates';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { RetryPolicy } from '@kq/core';
 
@@ -48,6 +49,11 @@ export interface AmqpTransportOptions {
   delayLadderPrefix?: string;
   /** How long `close()` waits for outstanding publisher confirms, in ms. Default 5000. */
   closeTimeout?: number;
+  /**
+   * With several brokers in the URL (`amqp://h1//;amqp://h2//`, a cluster's nodes), the order they are tried in when a
+   * connection fails or is lost: Kombu's `failover_strategy`, `round-robin` (default) or `shuffle`.
+   */
+  failoverStrategy?: FailoverStrategy;
 }
 
 export interface ResolvedAmqpOptions {
@@ -65,6 +71,7 @@ export interface ResolvedAmqpOptions {
   delayQueueType: DelayQueueType | undefined;
   delayLadderPrefix: string;
   closeTimeout: number;
+  failoverStrategy: FailoverStrategy;
 }
 
 export const DEFAULT_RECONNECT_POLICY: RetryPolicy = {
@@ -91,5 +98,6 @@ export function resolveOptions(options: AmqpTransportOptions): ResolvedAmqpOptio
     delayQueueType: options.delayQueueType,
     delayLadderPrefix: options.delayLadderPrefix ?? '',
     closeTimeout: options.closeTimeout ?? 5000,
+    failoverStrategy: options.failoverStrategy ?? (options as { failover_strategy?: FailoverStrategy }).failover_strategy ?? 'round-robin',
   };
 }

@@ -38,7 +38,7 @@ describe('AMQP URLs, read as Kombu reads them', () => {
   it('describes the transport without the password, with the declared capabilities', () => {
     const transport = createTransport('amqps://u:secret@h:1234/v', {});
     expect(transport).toBeInstanceOf(AmqpTransport);
-    expect(transport.describe()).toEqual({ transport: 'amqp', hostname: 'h', port: 1234, virtualHost: 'v', userid: 'u', ssl: true });
+    expect(transport.describe()).toEqual({ transport: 'amqp', hostname: 'h', port: 1234, virtualHost: 'v', userid: 'u', ssl: true, loginMethod: 'PLAIN' });
     expect(transport.capabilities).toEqual({
       exchangeTypes: ['direct', 'topic', 'fanout', 'headers'],
       fanout: 'queued',

@@ -63,6 +63,11 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     return this.#queues;
   }
 
+  /** Consuming now: started, not cancelled, with a consumer on an open channel (false while a lost channel recovers). */
+  get isConsuming(): boolean {
+    return this.#active && this.#handle !== undefined && (this.#channel?.isOpen ?? false);
+  }
+
   get prefetch(): number {
     return this.#prefetch;
   }

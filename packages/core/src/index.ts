@@ -111,7 +111,9 @@ export {
   type TaskState,
 } from './results/result-meta';
 export type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './results/result-backend';
+export type { ChordJoin, ChordPart, GroupStore, ResultTuple } from './results/group-store';
 export { MemoryResultBackend } from './results/memory-result-backend';
+export { MemoryChordJoin } from './results/memory-chord-join';
 export {
   createResultBackend,
   registerResultBackend,

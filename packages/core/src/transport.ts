@@ -150,4 +150,6 @@ export interface TransportDescription {
   virtualHost: string | null;
   userid: string | null;
   ssl: boolean;
+  /** The SASL mechanism the connection logs in with (`PLAIN` on AMQP), as Kombu's `Connection.info()` reports it. */
+  loginMethod?: string | null;
 }

@@ -15,7 +15,7 @@ export interface PostgresTransportOptions {
   pollIntervalMs?: number;
   /** Most messages one claim takes. Default 64. */
   batchSize?: number;
-  /** Connections in the pool for statements (one more is kept for LISTEN). Default 4. */
+  /** Connections in the pool for statements (one more is kept for LISTEN, and three for acks). Default 4. */
   poolSize?: number;
   /** Priority steps (Kombu's `priority_steps`). */
   prioritySteps?: readonly number[];

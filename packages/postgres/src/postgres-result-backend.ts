@@ -138,11 +138,24 @@ export class PostgresResultBackend implements ResultBackend {
 
   #open(): Promise<void> {
     this.#ready ??= (async () => {
-      await this.#pool.query(
-        `CREATE TABLE IF NOT EXISTS ${this.table} (
-           task_id TEXT PRIMARY KEY, status TEXT NOT NULL, meta TEXT NOT NULL, expires_at TIMESTAMPTZ)`,
-      );
-      await this.#pool.query(`CREATE INDEX IF NOT EXISTS ${this.table}_expires ON ${this.table} (expires_at) WHERE expires_at IS NOT NULL`);
+      // Under an advisory lock: two processes running CREATE TABLE IF NOT EXISTS at once on a fresh database can
+      // both try to create it, and one fails on pg_type's unique index.
+      const client = await this.#pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.table]);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS ${this.table} (
+             task_id TEXT PRIMARY KEY, status TEXT NOT NULL, meta TEXT NOT NULL, expires_at TIMESTAMPTZ)`,
+        );
+        await client.query(`CREATE INDEX IF NOT EXISTS ${this.table}_expires ON ${this.table} (expires_at) WHERE expires_at IS NOT NULL`);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
       await this.#listener.start();
     })().catch((error: unknown) => {
       this.#ready = undefined;

@@ -44,6 +44,9 @@ export const QUARANTINE_HOLDER = 'quarantined';
  * - delayed messages wait invisible with a due time and are promoted in SQL;
  * - a trigger NOTIFYs on every ready row, so idle consumers wake at once, for Python's inserts too.
  */
+/** Connections that send acks, so batches go out while earlier ones still wait for their commit. */
+const ACK_CONNECTIONS = 3;
+
 export class PostgresStore implements VirtualStore {
   readonly features: VirtualStoreFeatures = {
     priorities: true,
@@ -58,6 +61,12 @@ export class PostgresStore implements VirtualStore {
   #pool: pg.Pool | undefined;
   #listener: ReadyListener | undefined;
   #acks: AckBatcher | undefined;
+  /**
+   * The acks' own connections: an ack never waits behind claims and lease renewals, nor behind the previous batch's
+   * commit (each waits for its WAL flush) — the time from a task's end to its ack being sent is the window in which a
+   * crash runs a finished task again.
+   */
+  #ackPool: pg.Pool | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
   /** Claims handed out and not yet settled: the heartbeat runs while there are any. */
@@ -76,9 +85,12 @@ export class PostgresStore implements VirtualStore {
   }
 
   async open(): Promise<void> {
-    const pool = new pg.Pool({ connectionString: this.#options.connectionString, max: this.#options.poolSize });
+    // Connections are opened now and kept (min): the first acks of a new worker must not wait for a connection to be
+    // made — a crash in that window would run finished tasks again.
+    const pool = new pg.Pool({ connectionString: this.#options.connectionString, max: this.#options.poolSize, min: this.#options.poolSize });
+    const ackPool = new pg.Pool({ connectionString: this.#options.connectionString, max: ACK_CONNECTIONS, min: ACK_CONNECTIONS });
     // An idle pooled connection the server dropped must not crash the process; the next query reconnects.
-    pool.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
+    for (const each of [pool, ackPool]) each.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
     try {
       const client = await pool.connect();
       try {
@@ -95,12 +107,18 @@ export class PostgresStore implements VirtualStore {
         logger: this.#options.logger,
       });
       await this.#listener.start();
+      const warm = await Promise.all([
+        ...Array.from({ length: Math.max(0, this.#options.poolSize - 1) }, () => pool.connect()),
+        ...Array.from({ length: ACK_CONNECTIONS }, () => ackPool.connect()),
+      ]);
+      for (const client of warm) client.release();
     } catch (error) {
-      await pool.end().catch(() => undefined);
+      await Promise.all([pool.end().catch(() => undefined), ackPool.end().catch(() => undefined)]);
       throw error;
     }
     this.#pool = pool;
-    this.#acks = new AckBatcher(pool, this.tables);
+    this.#ackPool = ackPool;
+    this.#acks = new AckBatcher(ackPool, this.tables);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs);
     this.#sweepTimer.unref();
   }
@@ -110,8 +128,10 @@ export class PostgresStore implements VirtualStore {
     await this.#acks?.flush();
     await this.#listener?.stop();
     const pool = this.#pool;
+    const ackPool = this.#ackPool;
     this.#pool = undefined;
-    await pool?.end();
+    this.#ackPool = undefined;
+    await Promise.all([pool?.end(), ackPool?.end()]);
   }
 
   /** Stops heartbeats and drops the connections without settling anything: a crashed process, for tests. */
@@ -119,8 +139,11 @@ export class PostgresStore implements VirtualStore {
     this.#stopTimers();
     void this.#listener?.stop();
     const pool = this.#pool;
+    const ackPool = this.#ackPool;
     this.#pool = undefined;
+    this.#ackPool = undefined;
     void pool?.end().catch(() => undefined);
+    void ackPool?.end().catch(() => undefined);
   }
 
   // ——— exchanges and bindings (kept in kq's tables so every process routes alike) ———

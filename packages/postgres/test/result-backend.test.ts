@@ -32,6 +32,20 @@ describe.skipIf(!up)('PostgreSQL result backend', () => {
     await client.end();
   });
 
+  it('creates its table once when several processes open it at the same moment on a fresh database', async () => {
+    const fresh = `kqt_results_${randomUUID().slice(0, 8)}`;
+    const opened = Array.from({ length: 6 }, () => new PostgresResultBackend(POSTGRES_URL, { table: fresh, logger: { warn: () => undefined } }));
+    try {
+      const reads = await Promise.allSettled(opened.map((made) => made.get(randomUUID())));
+      expect(reads.filter((read) => read.status === 'rejected')).toEqual([]);
+    } finally {
+      await Promise.all(opened.map((made) => made.close()));
+      const client = rawClient();
+      await client.query(`DROP TABLE IF EXISTS ${fresh}`);
+      await client.end();
+    }
+  });
+
   it('stores and reads a result; unknown ids are pending (null)', async () => {
     const results = backend();
     const id = randomUUID();

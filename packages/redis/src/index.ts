@@ -5,6 +5,7 @@ import { RedisTransport } from './redis-transport';
 
 export { RedisTransport } from './redis-transport';
 export { RedisResultBackend, createResultBackend, type RedisResultBackendOptions } from './redis-result-backend';
+export { RedisChordStore } from './redis-chord-store';
 export type { RedisTransportOptions, RedisTransportLogger } from './redis-options';
 export { RedisStore, type RedisClaim, type RedisStoreStats } from './redis-store';
 export { DeadLetterList, DEFAULT_DEAD_LETTER_MAX } from './dead-letter-list';

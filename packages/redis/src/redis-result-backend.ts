@@ -14,6 +14,7 @@ import {
 } from '@kq/core';
 import { Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
+import { RedisChordStore } from './redis-chord-store';
 import { LuaScript } from './lua-script';
 import { documentValue, parseDocument, pyJson } from '@kq/core';
 
@@ -40,6 +41,8 @@ export interface RedisResultBackendOptions {
    * oldest are dropped, which is safe: a later `waitFor` subscribes again and reads the key. Default 10 000.
    */
   maxEarlySubscriptions?: number;
+  /** Celery's `result_chord_ordered` (a transport option): chord parts in a sorted set, in group order. Default true. */
+  chordOrdered?: boolean;
   /** Where undecodable pushed results and connection errors are reported. Default: nowhere (operations still fail). */
   logger?: { warn(message: string): void };
 }
@@ -48,6 +51,7 @@ export interface RedisResultBackendOptions {
 const MAX_VALUE_SIZE = 512 * 1024 * 1024;
 const DEFAULT_EXPIRES_MS = 86_400_000;
 const TASK_KEY_PREFIX = 'celery-task-meta-';
+const GROUP_KEY_PREFIX = 'celery-taskset-meta-';
 /** Fields Celery writes in this order (WIRE.md §8.1); anything else goes after them, `task_id` always last. */
 const EXTENDED_FIELDS = ['name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const;
 const ORDERED_FIELDS = new Set(['status', 'result', 'traceback', 'children', 'date_done', 'group_id', 'parent_id', ...EXTENDED_FIELDS, 'task_id']);
@@ -86,6 +90,9 @@ export class RedisResultBackend implements ResultBackend {
   readonly pushes = true;
   /** The full prefix of task keys (and channels), `[<global prefix>]celery-task-meta-`. */
   readonly taskKeyPrefix: string;
+  /** Celery's chord join and saved groups (`celery-taskset-meta-<gid>[.j|.t|.s]`). */
+  readonly chordJoin: RedisChordStore;
+  readonly groups: RedisChordStore;
   readonly #expiresMs: number;
   readonly #connectionOptions: RedisOptions;
   readonly #connectionName: string;
@@ -93,6 +100,8 @@ export class RedisResultBackend implements ResultBackend {
   readonly #logger: { warn(message: string): void } | undefined;
   readonly #client: Redis;
   #subscriber: Redis | undefined;
+  /** Settles once the subscriber connection first became ready (or failed to: its commands then report why). */
+  #subscriberReady: Promise<void> | undefined;
   /** By channel (= key). */
   readonly #subscriptions = new Map<string, Subscription>();
   /** Subscriptions held by `onTaskCall`, oldest first. */
@@ -118,6 +127,8 @@ export class RedisResultBackend implements ResultBackend {
     this.#maxEarly = options.maxEarlySubscriptions ?? 10_000;
     this.#logger = options.logger;
     this.#client = this.#connect('cmd', {});
+    this.chordJoin = new RedisChordStore(this.#client, withGlobalPrefix(options.keyPrefix ?? '') + GROUP_KEY_PREFIX, options.chordOrdered ?? true);
+    this.groups = this.chordJoin;
   }
 
   /** The key (and PUB/SUB channel) of a task's result. */
@@ -245,7 +256,12 @@ export class RedisResultBackend implements ResultBackend {
     if (this.#subscriber) return this.#subscriber;
     // Resubscription is done here rather than by ioredis so that it is followed by a read of every pending key:
     // results published while the connection was down are not lost (Celery's `_reconnect_pubsub` does the same).
-    const subscriber = this.#connect('sub', { autoResubscribe: false });
+    // Channels are not per database: no SELECT to send on connect.
+    const subscriber = this.#connect('sub', { autoResubscribe: false, db: 0 });
+    // Nothing is subscribed before the connection is ready: a SUBSCRIBE queued while connecting could be written
+    // before ioredis's own handshake (CLIENT SETNAME), which then fails in subscriber mode and loses a SUBSCRIBE
+    // queued behind it — a waiter never woken.
+    this.#subscriberReady = subscriber.connect().catch(() => undefined);
     let connectedBefore = false;
     subscriber.on('ready', () => {
       if (connectedBefore) void this.#resubscribe(subscriber);
@@ -261,8 +277,9 @@ export class RedisResultBackend implements ResultBackend {
     let subscription = this.#subscriptions.get(channel);
     if (!subscription) {
       const created: Subscription = { channel, taskId, waiters: new Set(), early: false, subscribed: Promise.resolve() };
-      created.subscribed = this.#subscriberConnection()
-        .subscribe(channel)
+      const subscriber = this.#subscriberConnection();
+      created.subscribed = (this.#subscriberReady ?? Promise.resolve())
+        .then(() => subscriber.subscribe(channel))
         .then(
           () => undefined,
           (error: unknown) => {
@@ -379,6 +396,8 @@ function normaliseResultBackendOptions(options: Record<string, unknown>): RedisR
   if (masterName !== undefined) result.masterName = expect('masterName', masterName, 'string');
   if (isRecord(options['redisOptions'])) result.redisOptions = options['redisOptions'] as RedisOptions;
   if (typeof options['connectionName'] === 'string') result.connectionName = options['connectionName'];
+  const ordered = pick(options['chordOrdered'], options['result_chord_ordered'], transport['result_chord_ordered']);
+  if (ordered !== undefined) result.chordOrdered = expect('chordOrdered', ordered, 'boolean');
   if (typeof options['maxEarlySubscriptions'] === 'number') result.maxEarlySubscriptions = options['maxEarlySubscriptions'];
   const logger = options['logger'];
   if (isRecord(logger) && typeof logger['warn'] === 'function') result.logger = logger as unknown as { warn(message: string): void };
@@ -497,9 +516,11 @@ function closedError(taskId?: string): KqError {
   );
 }
 
-function expect<T extends 'string' | 'number'>(name: string, value: unknown, type: T): T extends 'string' ? string : number {
+type OptionType<T> = T extends 'string' ? string : T extends 'number' ? number : boolean;
+
+function expect<T extends 'string' | 'number' | 'boolean'>(name: string, value: unknown, type: T): OptionType<T> {
   if (typeof value !== type) throw new KqError(`The Redis result backend option ${name} must be a ${type}, not ${JSON.stringify(value)}.`);
-  return value as T extends 'string' ? string : number;
+  return value as OptionType<T>;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

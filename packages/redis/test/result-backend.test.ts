@@ -284,6 +284,22 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await expect(backend.waitFor(id, { timeoutMs: 5000 })).resolves.toMatchObject({ status: 'SUCCESS' });
   });
 
+  it('keeps every subscription made while its subscriber connection is still connecting, on a database other than 0', async () => {
+    // Before the fix the subscriber SELECTed its database after the first SUBSCRIBE had put it in subscriber mode:
+    // the SELECT failed and a second SUBSCRIBE sent meanwhile was lost, so its waiter was never woken.
+    for (const pause of [0, 0, 0, 1, 1, 1]) {
+      const backend = open();
+      await backend.get(taskId()); // the command connection is up, the subscriber not yet
+      const waited = taskId();
+      void backend.onTaskCall(taskId());
+      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+      const result = backend.waitFor(waited, { timeoutMs: 3000 });
+      await new Promise((resolve) => setTimeout(resolve, 50)); // subscribed and read (nothing yet): now only a push wakes it
+      await open().store(meta(waited));
+      await expect(result).resolves.toMatchObject({ status: 'SUCCESS' });
+    }
+  });
+
   it('caps early subscriptions nobody waits for, dropping the oldest', async () => {
     const backend = open({ maxEarlySubscriptions: 2 });
     const [a, b, c] = [taskId(), taskId(), taskId()];

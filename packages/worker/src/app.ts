@@ -9,17 +9,28 @@ import {
   type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
+import type { AppContract } from './app-contract';
+import { builtinTasks, Signature, toWireOptions, type BuiltinContext, type SignatureOptions } from './canvas/index';
+import { normalizeSettings, type CelerySettings } from './celery-settings';
+import type { ClusterOptions } from './cluster/cluster-options';
+import { withClusterSteps } from './cluster/cluster-steps';
 import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
 import { Control } from './control';
+import { currentTask } from './current-task';
 import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
 import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
 import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
 import { assertTimeZone } from './protocol/index';
-import { AsyncResult, registerRpcResultBackend } from './results/index';
+import { AsyncResult, registerRpcResultBackend, type Revoker } from './results/index';
 import { Router } from './router';
 import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 import { Worker, type WorkerOptions } from './worker/worker';
+
+/** `app.worker()` options: the worker's, and Celery's cluster steps (`-E`, `--without-*`, `--statedb`); false = none. */
+export interface AppWorkerOptions extends WorkerOptions {
+  cluster?: ClusterOptions | false;
+}
 
 registerRpcResultBackend();
 
@@ -27,7 +38,7 @@ registerRpcResultBackend();
  * A Celery app for Node: configuration, the task registry, and sending. `new App('proj', { broker, backend })`,
  * then `app.task(name, fn)` to define tasks and `app.worker()` to run them.
  */
-export class App {
+export class App implements AppContract {
   readonly name: string;
   readonly conf: AppConfig;
   /** The app's Lamport clock (events, mingle, `inspect clock`). */
@@ -48,9 +59,10 @@ export class App {
   readonly #codecs: Promise<void>;
   #codecsLoaded = false;
 
-  constructor(name: string, config: Partial<AppConfig> = {}) {
+  /** `config` takes kq's names or Celery's (`accept_content`, `task_default_queue`, `broker_url`...). */
+  constructor(name: string, config: Partial<AppConfig> & CelerySettings = {}) {
     this.name = name;
-    this.conf = { ...DEFAULT_CONFIG, ...stripUndefined(config) };
+    this.conf = { ...DEFAULT_CONFIG, ...stripUndefined(normalizeSettings(config)) };
     // Misconfiguration fails here, at start-up, not as every message being rejected later.
     defaultSerializers.assertAcceptList(this.conf.acceptContent);
     assertTimeZone(this.conf.timezone);
@@ -69,6 +81,35 @@ export class App {
     this.router = new Router(this.conf);
     this.control = new Control(this);
     this.log = new Logger(name);
+    for (const builtin of builtinTasks(this)) this.task(builtin.name, builtin.fn as unknown as TaskFunction<unknown[], unknown>, builtin.options);
+  }
+
+  /**
+   * A signature of a task by name — registered here or not (a Python task): Celery's `app.signature`. Compose it
+   * with `chain`, `group` and `chord` like a task's `.s()`.
+   */
+  signature<R = unknown>(name: string, args: readonly unknown[] = [], kwargs: Record<string, unknown> = {}, options: SignatureOptions = {}): Signature<R> {
+    return new Signature<R>(name, args, kwargs, toWireOptions(options), false, null, this);
+  }
+
+  /** Revokes by id through remote control: what group results use for `revoke()`. */
+  readonly revoker: Revoker = (taskIds, options) => this.control.revoke(taskIds, options);
+
+  /** A call's options with the registered task's own defaults (queue, priority, limits...). */
+  withTaskDefaults(name: string, options: ApplyOptions): ApplyOptions {
+    const task = this.tasks.get(name);
+    return task ? task.withDefaults(options) : options;
+  }
+
+  /** The queue the router sends `name` to by default, or null when its route names only an exchange. */
+  routeQueue(name: string): string | null {
+    return this.router.route(name, [], {}).queue?.name ?? null;
+  }
+
+  /** A registered task's function, to run in this process (what `celery.map` runs for each item). */
+  localTask(name: string): ((ctx: BuiltinContext, ...args: unknown[]) => unknown) | undefined {
+    const task = this.tasks.get(name);
+    return task ? (ctx, ...args) => task.fn(ctx as never, ...(args as never[])) : undefined;
   }
 
   /**
@@ -182,6 +223,7 @@ export class App {
     const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
     await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
     if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
+    if (options.addToParent !== false) currentTask()?.children.push([[prepared.id, null], null]);
     return prepared.id;
   }
 
@@ -246,9 +288,13 @@ export class App {
     return Promise.resolve(this.conf.etaStrategy ?? 'worker');
   }
 
-  /** A worker for this app (not started). */
-  worker(options: WorkerOptions = {}): Worker {
-    return new Worker(this, options);
+  /**
+   * A worker for this app (not started), with Celery's worker steps — events, Mingle, Gossip, heartbeats, the state
+   * file and remote control — unless `cluster: false`.
+   */
+  worker(options: AppWorkerOptions = {}): Worker {
+    const { cluster, ...workerOptions } = options;
+    return new Worker(this, { ...workerOptions, steps: withClusterSteps(options.steps, cluster) });
   }
 
   /**

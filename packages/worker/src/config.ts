@@ -70,6 +70,8 @@ export interface AppConfig {
   resultExpires: number;
   resultExtended: boolean;
   resultPersistent: boolean;
+  /** Seconds between `celery.chord_unlock` polls on backends without a native chord join (Celery's default 1). */
+  resultChordRetryInterval: number;
   workerPrefetchMultiplier: number;
   workerConcurrency: number;
   workerSendTaskEvents: boolean;
@@ -78,6 +80,8 @@ export interface AppConfig {
    * it with WorkerLostError instead of running it again: a task that kills its worker must not loop forever.
    */
   workerMaxRedeliveries: number;
+  /** Allow the `pool_restart` remote-control command (Celery's `worker_pool_restarts`, default false). */
+  workerPoolRestarts: boolean;
   /** Seconds a warm shutdown waits for running tasks before requeueing them. */
   workerShutdownTimeout: number;
   /**
@@ -137,10 +141,12 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   resultExpires: 86_400,
   resultExtended: false,
   resultPersistent: false,
+  resultChordRetryInterval: 1,
   workerPrefetchMultiplier: 4,
   workerConcurrency: 10,
   workerSendTaskEvents: false,
   workerMaxRedeliveries: 10,
+  workerPoolRestarts: false,
   workerShutdownTimeout: 30,
   etaStrategy: null,
   workerEtaTaskLimit: null,

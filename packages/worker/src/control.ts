@@ -1,5 +1,5 @@
-import { Mailbox, type BroadcastOptions, type MailboxReply } from '@kq/core';
-import type { App } from './app';
+import { Mailbox, type BroadcastOptions, type Connection, type MailboxReply } from '@kq/core';
+import type { AppConfig } from './config';
 
 export interface RevokeOptions {
   /** Also abort the task if it is running (its `signal` is aborted). */
@@ -12,12 +12,18 @@ export interface RevokeOptions {
   destination?: readonly string[];
 }
 
+/** What remote control needs of the app: its broker connection and the mailbox settings. */
+export interface ControlApp {
+  readonly connection: Connection;
+  readonly conf: Pick<AppConfig, 'controlExchange' | 'taskSerializer' | 'acceptContent'>;
+}
+
 /** Remote control of workers over the pidbox mailbox (Celery's `app.control`): kq and Python workers alike. */
 export class Control {
-  readonly #app: App;
+  readonly #app: ControlApp;
   #mailbox: Mailbox | undefined;
 
-  constructor(app: App) {
+  constructor(app: ControlApp) {
     this.#app = app;
   }
 

@@ -56,6 +56,15 @@ export class TaskRevokedError extends KqError {}
  */
 export class WorkerShutdownError extends KqError {}
 
+/**
+ * A chord could not run its body: a header task failed (`Dependency <id> raised ...`), the join failed, or the body
+ * could not be sent. Stored as the body's result (Celery's `celery.exceptions.ChordError`) and passed to its errbacks.
+ */
+export class ChordError extends KqError {}
+
+/** A canvas that cannot work as built (Celery's `ImproperlyConfigured`), e.g. replacing a task with a chord member. */
+export class ImproperlyConfigured extends KqError {}
+
 /** The task failed remotely; `AsyncResult.get()` raises this with the remote exception's type and message. */
 export class TaskFailedError extends KqError {
   constructor(

@@ -1,5 +1,8 @@
 // @kq/worker — Celery for Node.
-export { App } from './app';
+export { App, type AppWorkerOptions } from './app';
+export type { AppContract } from './app-contract';
+export type { TaskApp } from './task-app';
+export { normalizeSettings, type CelerySettings } from './celery-settings';
 export { DEFAULT_CONFIG, type AppConfig, type EtaStrategy, type Route, type TaskRoutes } from './config';
 export { Control, type RevokeOptions } from './control';
 export * from './errors';
@@ -7,7 +10,25 @@ export { Logger, parseLogLevel, type LogLevel, type LogRecord, type LogSink } fr
 export * from './protocol/index';
 export * from './results/index';
 export { Router, type ResolvedRoute } from './router';
-export { Signature, type SignatureOptions } from './signature';
+export {
+  Chain,
+  Chord,
+  Chunks,
+  Group,
+  MapSignature,
+  Signature,
+  chain,
+  chord,
+  group,
+  type AnySignature,
+  type CanvasApp,
+  type FreezeOptions,
+  type GroupOf,
+  type ResultsOf,
+  type SignatureInput,
+  type SignatureOptions,
+  type WireOptions,
+} from './canvas/index';
 export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 export { TaskContext, type RetryOptions, type TaskRequest } from './task-context';
 export { parseRateLimit, TokenBucket } from './rate-limit';

@@ -1,8 +1,10 @@
 import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
-import type { App } from './app';
+import type { AppContract } from './app-contract';
 import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from './protocol/index';
-import type { Signature } from './signature';
-import type { ApplyOptions } from './task';
+import type { ApplyOptions, SignatureLike, TaskEmbed } from './apply-options';
+import { currentTask } from './current-task';
+
+export type { TaskEmbed };
 
 /** A Celery task message ready to publish, with where it goes. */
 export interface PreparedTaskMessage {
@@ -16,20 +18,13 @@ export interface PreparedTaskMessage {
   readonly eta: Date | null;
 }
 
-/** Callbacks, errbacks and chord carried over verbatim from a message being retried. */
-export interface TaskEmbed {
-  callbacks?: SignatureJson[] | null;
-  errbacks?: SignatureJson[] | null;
-  chord?: SignatureJson | null;
-}
-
 /**
  * Builds the message `app.sendTaskMessage` publishes — routing, protocol v2 encoding, Celery's defaults — without
  * publishing it, so beat can hand it to a broker-side commit that records state and publishes atomically, and
  * periodic tasks can publish it with the broker's delay.
  */
 export function prepareTaskMessage(
-  app: App,
+  app: AppContract,
   name: string,
   args: readonly unknown[],
   options: ApplyOptions = {},
@@ -37,9 +32,11 @@ export function prepareTaskMessage(
   embed: TaskEmbed = {},
 ): PreparedTaskMessage {
   const id = options.taskId ?? randomUuid();
+  // Sent from inside a running task: its child, as Celery links them.
+  const parent = options.parentId === undefined || options.rootId === undefined ? currentTask() : undefined;
   const kwargs = options.kwargs ?? {};
   // The options carry the route fields (queue, exchange, routingKey, priority) under the router's names.
-  const route = app.router.route(name, args, kwargs, options);
+  const route = app.router.route(options.routeName ?? name, args, kwargs, options);
   const zone = app.conf.timezone;
   const eta =
     options.eta !== undefined ? toDate(options.eta, zone) : options.countdown !== undefined ? new Date(nowMs + options.countdown * 1000) : null;
@@ -65,8 +62,8 @@ export function prepareTaskMessage(
       retries: options.retries ?? 0,
       timeLimit: options.timeLimit ?? null,
       softTimeLimit: options.softTimeLimit ?? null,
-      rootId: options.rootId ?? id,
-      parentId: options.parentId ?? null,
+      rootId: options.rootId ?? parent?.request.rootId ?? parent?.request.id ?? id,
+      parentId: options.parentId ?? parent?.request.id ?? null,
       group: options.groupId ?? null,
       groupIndex: options.groupIndex ?? null,
       shadow: options.shadow ?? null,
@@ -76,6 +73,7 @@ export function prepareTaskMessage(
       chain: options.chain ? [...options.chain] : null,
       chord: embed.chord ?? null,
       headers: options.headers ?? {},
+      ...(options.replacedTaskNesting ? { replacedTaskNesting: options.replacedTaskNesting } : {}),
       replyTo: options.replyTo ?? app.threadOid,
       priority: route.priority,
     },
@@ -88,8 +86,9 @@ function toDate(value: Date | string, zone: string): Date {
   return value instanceof Date ? value : parseIsoDate(value, zone);
 }
 
-function signaturesJson(value: Signature | readonly Signature[] | undefined): SignatureJson[] | null {
+/** The JSON form of `link`/`linkError` signatures. */
+export function signaturesJson(value: SignatureLike | readonly SignatureLike[] | undefined): SignatureJson[] | null {
   if (value === undefined) return null;
-  const list = Array.isArray(value) ? (value as readonly Signature[]) : [value as Signature];
+  const list = Array.isArray(value) ? (value as readonly SignatureLike[]) : [value as SignatureLike];
   return list.map((signature) => signature.toJSON());
 }

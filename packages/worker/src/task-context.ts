@@ -1,9 +1,11 @@
-import type { DeliveryInfo } from '@kq/core';
-import type { App } from './app';
-import { MaxRetriesExceededError, Retry } from './errors';
+import type { DeliveryInfo, ResultTuple } from '@kq/core';
+import type { ApplyOptions } from './apply-options';
+import { Chain, Group, Signature, pipe, type AnySignature } from './canvas/index';
+import { Ignore, ImproperlyConfigured, MaxRetriesExceededError, Retry } from './errors';
 import type { Logger } from './logger';
 import type { TaskMessage } from './protocol/index';
-import type { ApplyOptions, Task } from './task';
+import type { Task } from './task';
+import type { TaskApp } from './task-app';
 
 /** What a running task knows about its invocation (Celery's `task.request`). */
 export interface TaskRequest {
@@ -48,14 +50,16 @@ export interface RetryOptions {
 
 /** Passed to every task function: the request, a cancellation signal, `retry()`, a logger. */
 export class TaskContext {
-  readonly app: App;
+  readonly app: TaskApp;
   readonly task: Task;
   readonly request: TaskRequest;
   readonly log: Logger;
+  /** Results of the tasks this run sent (Celery's trail): stored as its result's `children`. */
+  readonly children: ResultTuple[] = [];
   #signal: AbortSignal | (() => AbortSignal);
 
   /** `signal` may be given as a function: it is then called (once) when the task first reads `ctx.signal`. */
-  constructor(app: App, task: Task, request: TaskRequest, signal: AbortSignal | (() => AbortSignal), log: Logger) {
+  constructor(app: TaskApp, task: Task, request: TaskRequest, signal: AbortSignal | (() => AbortSignal), log: Logger) {
     this.app = app;
     this.task = task;
     this.request = request;
@@ -67,6 +71,14 @@ export class TaskContext {
   get signal(): AbortSignal {
     if (typeof this.#signal === 'function') this.#signal = this.#signal();
     return this.#signal;
+  }
+
+  /**
+   * Replaces this task with a signature (Celery's `self.replace`): it runs in this task's place, with its id, and
+   * whatever waited on this task (callbacks, the rest of a chain, a chord) waits on it. `return ctx.replace(sig)`.
+   */
+  replace(signature: AnySignature): Promise<never> {
+    return replaceTask(this, signature);
   }
 
   /**
@@ -120,6 +132,36 @@ export class TaskContext {
     const reason = options.exc instanceof Error ? `${options.exc.name}: ${options.exc.message}` : 'retry requested';
     throw new Retry(`Retry in ${countdown ?? Math.round((when.getTime() - Date.now()) / 1000)}s: ${reason}`, options.exc, when);
   }
+}
+
+/**
+ * Celery's `Task.replace`: the signature takes this task's place — its id, group, chord, callbacks, errbacks and the
+ * rest of its chain — and this run ends without a result of its own (`Ignore`).
+ */
+async function replaceTask(context: TaskContext, signature: AnySignature): Promise<never> {
+  const { request, app } = context;
+  const message = request.message;
+  if ('chord' in signature.options) throw new ImproperlyConfigured('A signature replacing a task must not be part of a chord');
+  if (signature instanceof Chain && signature.tasks.length === 0) throw new ImproperlyConfigured('Cannot replace with an empty chain');
+  let replacement: AnySignature = signature.clone();
+  // A group is joined into one result (a chord with `celery.accumulate`), so callbacks get the list as Python's would.
+  if (replacement instanceof Group) replacement = pipe(replacement, new Signature('celery.accumulate', [], { index: 0 }, {}, false, null, app));
+  for (const callback of message.callbacks ?? []) replacement.link(callback);
+  for (const errback of message.errbacks ?? []) replacement.linkError(errback);
+  if (replacement instanceof Chain && Array.isArray(replacement.options['link'])) {
+    const last = replacement.tasks[replacement.tasks.length - 1];
+    for (const callback of replacement.options['link'] as unknown[]) last?.link(callback as AnySignature);
+  }
+  replacement.freeze(request.id);
+  const where: Record<string, unknown> = { replaced_task_nesting: message.replacedTaskNesting + 1 };
+  if (message.chord) where['chord'] = message.chord;
+  if (request.group !== null) where['group_id'] = request.group;
+  if (request.groupIndex !== null) where['group_index'] = request.groupIndex;
+  if (request.rootId !== null) where['root_id'] = request.rootId;
+  Object.assign(replacement.options, where);
+  for (const step of [...(message.chain ?? [])].reverse()) replacement = pipe(replacement, Signature.fromJSON(step, app));
+  await replacement.applyWire([], {}, {});
+  throw new Ignore('Replaced by new task');
 }
 
 /** Custom headers a retry carries on: not the broker's or kq's delivery bookkeeping (Celery drops `x-death` too). */

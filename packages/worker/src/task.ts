@@ -1,10 +1,13 @@
 import { KqError } from '@kq/core';
-import type { App } from './app';
-import type { SignatureJson } from './protocol/index';
+import type { ApplyOptions, TaskCall } from './apply-options';
+import { Chunks, MapSignature, Signature, toWireOptions, type SignatureOptions } from './canvas/index';
+import { runAsCurrentTask } from './current-task';
 import type { AsyncResult } from './results/index';
-import { Signature } from './signature';
+import type { TaskApp } from './task-app';
 import { bindArguments, parseParameters, type KwargsOf, type TaskParameter } from './task-arguments';
 import type { TaskContext } from './task-context';
+
+export type { ApplyOptions, TaskCall };
 
 type ErrorClass = abstract new (...args: never[]) => Error;
 
@@ -16,6 +19,11 @@ export interface TaskOptions<N extends readonly string[] = readonly string[]> {
    * a call that does not fit fails with Python's `TypeError`. Without it the task takes positional arguments only.
    */
   params?: N;
+  /**
+   * The function gets the positional arguments as sent and reads keyword arguments from `ctx.request.kwargs` (for
+   * variadic tasks, as Python's `*args, **kwargs`). `params` is then ignored.
+   */
+  rawArguments?: boolean;
   queue?: string;
   exchange?: string;
   routingKey?: string;
@@ -48,46 +56,6 @@ export interface TaskOptions<N extends readonly string[] = readonly string[]> {
   serializer?: string;
 }
 
-/** Options for one call (Celery's `apply_async` keyword arguments). */
-export interface ApplyOptions {
-  kwargs?: Record<string, unknown>;
-  taskId?: string;
-  /** Seconds from now. */
-  countdown?: number;
-  eta?: Date | string;
-  /** Seconds from now, or an absolute time. */
-  expires?: number | Date | string;
-  priority?: number;
-  queue?: string;
-  exchange?: string;
-  routingKey?: string;
-  retries?: number;
-  timeLimit?: number;
-  softTimeLimit?: number;
-  headers?: Record<string, unknown>;
-  link?: Signature | readonly Signature[];
-  linkError?: Signature | readonly Signature[];
-  shadow?: string;
-  ignoreResult?: boolean;
-  replyTo?: string;
-  parentId?: string;
-  rootId?: string;
-  groupId?: string;
-  groupIndex?: number;
-  serializer?: string;
-  compression?: string;
-  /** Remaining chain, in Celery's reversed order. */
-  chain?: readonly SignatureJson[];
-}
-
-/** One call for `app.sendTasks`: a task by name with its arguments and options. */
-export interface TaskCall {
-  name: string;
-  args?: readonly unknown[];
-  kwargs?: Record<string, unknown>;
-  options?: ApplyOptions;
-}
-
 export type TaskFunction<A extends unknown[], R> = (ctx: TaskContext, ...args: A) => R | Promise<R>;
 
 /** The keyword arguments a call may pass: typed by name when the task declares its parameters, else any. */
@@ -101,7 +69,7 @@ export type TaskApplyOptions<N extends readonly string[], A extends unknown[]> =
  * `signature()`. The function receives a `TaskContext` first (request, AbortSignal, `retry()`), then its args.
  */
 export class Task<A extends unknown[] = unknown[], R = unknown, N extends readonly string[] = never> {
-  readonly app: App;
+  readonly app: TaskApp;
   readonly name: string;
   readonly fn: TaskFunction<A, R>;
   readonly options: Readonly<TaskOptions>;
@@ -110,7 +78,7 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
   /** What Python's messages call the function: the task name's last part (`proj.add` → `add`). */
   readonly functionName: string;
 
-  constructor(app: App, name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}) {
+  constructor(app: TaskApp, name: string, fn: TaskFunction<A, R>, options: TaskOptions = {}) {
     this.app = app;
     this.name = name;
     this.fn = fn;
@@ -122,7 +90,8 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
   /** Calls the function for a received request, with its keyword arguments bound to the declared parameters. */
   invoke(context: TaskContext): R | Promise<R> {
     const { args, kwargs } = context.request;
-    return this.fn(context, ...(bindArguments(this.functionName, this.parameters, args, kwargs) as A));
+    const bound = (this.options.rawArguments ? args : bindArguments(this.functionName, this.parameters, args, kwargs)) as A;
+    return runAsCurrentTask(context, () => this.fn(context, ...bound));
   }
 
   /** Sends the task with these positional arguments. */
@@ -135,7 +104,7 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
    * `params`, arguments may go by name: `add.applyAsync([], { kwargs: { x: 2, y: 5 } })`.
    */
   applyAsync(args?: A | Partial<A>, options: TaskApplyOptions<N, A> = {}): Promise<AsyncResult<Awaited<R>>> {
-    const withDefaults = this.#withDefaults(options as ApplyOptions);
+    const withDefaults = this.withDefaults(options as ApplyOptions);
     return this.app.sendTask<Awaited<R>>(this.name, (args ?? []) as unknown[], withDefaults.kwargs ?? {}, withDefaults);
   }
 
@@ -147,14 +116,14 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
     if (options.taskId !== undefined && argsList.length > 1) {
       return Promise.reject(new KqError(`applyMany sends ${argsList.length} tasks, which cannot share one taskId; leave taskId out.`));
     }
-    const withDefaults = this.#withDefaults(options);
+    const withDefaults = this.withDefaults(options);
     return this.app.sendTasks<Awaited<R>>(
       argsList.map((args) => ({ name: this.name, args, kwargs: withDefaults.kwargs ?? {}, options: withDefaults })),
     );
   }
 
   /** Options for one call: the call's own, else the task's. */
-  #withDefaults(options: ApplyOptions): ApplyOptions {
+  withDefaults(options: ApplyOptions): ApplyOptions {
     const withDefaults: ApplyOptions = { ...options };
     if (withDefaults.queue === undefined && withDefaults.exchange === undefined && this.options.queue !== undefined) withDefaults.queue = this.options.queue;
     if (withDefaults.exchange === undefined && this.options.exchange !== undefined) withDefaults.exchange = this.options.exchange;
@@ -168,17 +137,36 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
     return withDefaults;
   }
 
-  /** A signature of this task (Celery's `.s()`), for callbacks and chains. */
-  signature(args: readonly unknown[] = [], kwargs: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Signature {
-    return new Signature(this.name, args, kwargs, options);
+  /** A signature of this task (Celery's `signature()`), with keyword arguments and options. */
+  signature(args: Partial<A> | readonly unknown[] = [], kwargs: TaskKwargs<N, A> | Record<string, unknown> = {}, options: SignatureOptions = {}): Signature<Awaited<R>> {
+    return new Signature<Awaited<R>>(this.name, args as unknown[], kwargs as Record<string, unknown>, toWireOptions(options), false, null, this.app);
   }
 
-  s(...args: unknown[]): Signature {
-    return this.signature(args);
+  /**
+   * A partial signature (Celery's `.s()`): in a chain or as a callback, the previous result is prepended to these
+   * arguments — `add.s(4)` after a step returning 2 calls `add(2, 4)`.
+   */
+  s(...args: Partial<A> | unknown[]): Signature<Awaited<R>, AsyncResult<Awaited<R>>, A[0]> {
+    return new Signature<Awaited<R>, AsyncResult<Awaited<R>>, A[0]>(this.name, args, {}, {}, false, null, this.app);
   }
 
-  /** An immutable signature: a callback built from it ignores the parent's return value (Celery's `.si()`). */
-  si(...args: unknown[]): Signature {
-    return new Signature(this.name, args, {}, {}, true);
+  /** An immutable signature: it ignores the previous step's result (Celery's `.si()`). Takes every argument. */
+  si(...args: A): Signature<Awaited<R>> {
+    return new Signature<Awaited<R>>(this.name, args, {}, {}, true, null, this.app);
+  }
+
+  /** One message running the task over every item in the worker (Celery's `task.map`). */
+  map(items: ReadonlyArray<A[0]>): MapSignature<Awaited<R>> {
+    return new MapSignature<Awaited<R>>('xmap', this.s(), items, {}, this.app);
+  }
+
+  /** One message running the task with each item's arguments (Celery's `task.starmap`). */
+  starmap(items: readonly A[]): MapSignature<Awaited<R>> {
+    return new MapSignature<Awaited<R>>('xstarmap', this.s(), items, {}, this.app);
+  }
+
+  /** The calls split into messages of `size` calls each, sent as a group (Celery's `task.chunks`). */
+  chunks(items: readonly A[], size: number): Chunks<Awaited<R>> {
+    return new Chunks<Awaited<R>>(this.s(), items, size, {}, this.app);
   }
 }

@@ -4,6 +4,7 @@
  * lost in memory://, purge asks, and passwords stay out of the logs. The CLI runs as a subprocess, as a person runs it.
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { App } from '../src/app';
@@ -74,6 +75,26 @@ describe('the kq CLI off the happy path', () => {
     expect(err).toMatch(/Cannot connect to redis:\/\/:\*\*@127\.0\.0\.1:6390\/0: .*Trying again in \d+\.\d\d seconds\.\.\. \(1\/100\)/);
     expect(err).toMatch(/\(2\/100\)/);
     expect(err).not.toContain('s3cret');
+  });
+
+  it('kq worker --http-port serves /readyz once it consumes', async () => {
+    const free = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    let ready: unknown;
+    const { err } = await kq(['worker', '-A', appModule, '-b', 'memory://cli-http', '--http-port', String(free), '-l', 'info'], {
+      untilStderr: (text) => {
+        if (!text.includes('ready: queues') || ready !== undefined) return false;
+        ready = fetch(`http://127.0.0.1:${free}/readyz`).then((response) => response.status);
+        return false;
+      },
+      timeoutMs: 5000, // the worker keeps running: it is stopped once this has passed
+    });
+    expect(err).toContain(`http endpoint on http://127.0.0.1:${free}`);
+    expect(await ready).toBe(200);
   });
 
   it('kq purge without -f and no terminal to ask on refuses instead of deleting', async () => {

@@ -206,6 +206,23 @@ describe('remote-control commands of a kq worker', () => {
     expect(beat['freq']).toBe(5);
   });
 
+  it('memsample, memdump, objgraph and pool_restart answer as a Python worker does', async () => {
+    const sample = await call('memsample');
+    expect(sample).toMatch(/^\d+(\.\d+)?(b|KB|MB|GB)$/);
+    await call('memsample');
+    const dump = (await call('memdump')) as string;
+    expect(dump).toMatch(/^- rss \(sample\):\n- {4}> \S+,\n- {4}> \S+,\n- rss \(end\): \S+\.\n$/);
+    expect(await call('memdump')).toMatch(/^- rss \(end\): \S+\.\n$/); // the samples were cleared
+    expect(await call('objgraph')).toEqual({ error: "ImportError('Requires the objgraph library')" });
+    expect(await call('pool_restart')).toEqual({ error: "ValueError('Pool restarts not enabled')" });
+    app.conf.workerPoolRestarts = true;
+    try {
+      expect(await call('pool_restart')).toEqual({ ok: 'reload started' });
+    } finally {
+      app.conf.workerPoolRestarts = false;
+    }
+  });
+
   it('conf, report and disable_events', async () => {
     const conf = (await call('conf')) as Record<string, unknown>;
     expect(conf).toMatchObject({ broker_url: expect.stringMatching(/^memory:\/\//), eta_strategy: 'worker' });

@@ -58,6 +58,34 @@ describe('child recycling', () => {
     expect(new Set(ran).size).toBe(3);
   });
 
+  it.each(['processes', 'threads'] as const)("a %s child's run stores the tasks it sent as its result's children", async (pool) => {
+    await startWorker({ pool, concurrency: 2 });
+    const result = await tasks.spawn.delay();
+    expect(await result.get({ timeout: 15_000 })).toBe('sent');
+    const children = (await result.meta())?.children as Array<[[string, null], null]>;
+    expect(children).toHaveLength(1);
+    expect(await (await app.asyncResult(children[0]?.[0][0] as string)).get({ timeout: 15_000 })).toBe(2);
+  });
+
+  it("inspect active reports the pid of the process-pool child running the task, as Celery's prefork pool does", async () => {
+    const { worker } = await startWorker({ pool: 'processes' });
+    const running = await tasks.sleep.delay(1500);
+    await waitFor(() => worker.state.active.size === 1);
+    const [request] = [...worker.state.active.values()] as Request[];
+    const pid = request?.info().worker_pid;
+    expect(pid).not.toBe(process.pid);
+    expect((await running.get({ timeout: 15_000 })).pid).toBe(pid);
+  });
+
+  it.each(['processes', 'threads'] as const)('restart() (pool_restart) replaces every %s child', async (pool) => {
+    const { pool: children } = await startWorker({ pool, concurrency: 2 });
+    const before = childOf(await (await tasks.where.delay()).get({ timeout: 15_000 }));
+    children.restart();
+    const after = new Set<number>();
+    for (let i = 0; i < 4; i++) after.add(childOf(await (await tasks.where.delay()).get({ timeout: 15_000 })));
+    expect(after.has(before)).toBe(false);
+  });
+
   it.each(['processes', 'threads'] as const)('replaces a %s child that grew over maxMemoryPerChild after its task', async (pool) => {
     // 200 MiB: far above an idle child (a process's RSS, a thread's heap), far below one holding 256 MiB more.
     await startWorker({ pool, maxMemoryPerChild: 200 * 1024 });

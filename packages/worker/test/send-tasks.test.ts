@@ -88,8 +88,8 @@ describe('App.sendTasks and Task.applyMany (bulk sending)', () => {
     MemoryBroker.reset(`${broker}-next`);
     app.conf.backend = `memory://${broker}-next`;
     const [result] = await app.sendTasks([{ name: 'add', args: [1] }]);
-    expect(result?.backend).toBe(await app.backend());
-    expect(result?.backend).not.toBe(before);
+    expect(await result?.resultBackend()).toBe(await app.backend());
+    expect(await result?.resultBackend()).not.toBe(before);
   });
 
   it('sends nothing for no calls', async () => {

@@ -1,4 +1,5 @@
 import { OperationTimeout } from '../errors';
+import { MemoryChordJoin } from './memory-chord-join';
 import type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './result-backend';
 import { isReadyState, type ResultMeta } from './result-meta';
 
@@ -8,6 +9,7 @@ interface Entry {
 }
 
 const stores = new Map<string, Map<string, Entry>>();
+const joins = new Map<string, MemoryChordJoin>();
 
 /** Results kept in this process (`memory://`), shared by backends with the same name; waiters are pushed. */
 export class MemoryResultBackend implements ResultBackend {
@@ -17,9 +19,18 @@ export class MemoryResultBackend implements ResultBackend {
   readonly #waiters = new Map<string, Set<(meta: ResultMeta) => void>>();
   static readonly #backends = new Map<string, Set<MemoryResultBackend>>();
   readonly #store: string;
+  readonly groups: MemoryChordJoin;
+  readonly chordJoin: MemoryChordJoin;
 
   constructor(store = 'default') {
     this.#store = store;
+    let join = joins.get(store);
+    if (!join) {
+      join = new MemoryChordJoin();
+      joins.set(store, join);
+    }
+    this.groups = join;
+    this.chordJoin = join;
     let entries = stores.get(store);
     if (!entries) {
       entries = new Map();
@@ -76,6 +87,10 @@ export class MemoryResultBackend implements ResultBackend {
           cleanup();
           reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`));
         }, options.timeoutMs);
+      }
+      if (options.signal?.aborted) {
+        onAbort();
+        return;
       }
       options.signal?.addEventListener('abort', onAbort, { once: true });
     });

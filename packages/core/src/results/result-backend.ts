@@ -1,3 +1,4 @@
+import type { ChordJoin, GroupStore } from './group-store';
 import type { ResultMeta } from './result-meta';
 
 export interface StoreResultOptions {
@@ -32,4 +33,13 @@ export interface ResultBackend {
   onTaskCall?(taskId: string): Promise<void>;
   forget(taskId: string): Promise<void>;
   close(): Promise<void>;
+  /** Group results (`GroupResult.save`), where the backend keeps them. */
+  readonly groups?: GroupStore;
+  /**
+   * A native chord join (Redis, memory). Without one, chords are joined by Celery's `celery.chord_unlock` task, which
+   * polls the header's results — unless `chordsRefused` says the backend cannot hold them at all.
+   */
+  readonly chordJoin?: ChordJoin;
+  /** Why this backend cannot run chords (rpc://: results go to one client, so no worker can join them). */
+  readonly chordsRefused?: string;
 }

@@ -1,5 +1,5 @@
 import { KqError, TypedEmitter, sanitizeUrl, type Entity, type Transport } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import { Logger, type LogLevel } from '../logger';
 import { formatIsoDate } from '../protocol/index';
 import type { BeatLease, BeatLeaseOptions, BeatLeadership, CommitOutcome, TickCommit } from './beat-lease';
@@ -61,7 +61,7 @@ const RETRY_MS = 1000;
  *   await beat.start();
  */
 export class Beat extends TypedEmitter<BeatEvents> {
-  readonly app: App;
+  readonly app: AppContract;
   readonly group: string;
   readonly entries: readonly ScheduleEntry[];
   readonly log: Logger;
@@ -72,7 +72,7 @@ export class Beat extends TypedEmitter<BeatEvents> {
   #leading: Promise<void> | undefined;
   #running = false;
 
-  constructor(app: App, options: BeatOptions) {
+  constructor(app: AppContract, options: BeatOptions) {
     super();
     this.app = app;
     this.#options = options;

@@ -19,7 +19,7 @@ const USAGE = `kq — Celery for Node
 Usage:
   kq worker  -A <module> [-b url] [--result-backend url] [-Q q1,q2] [-c N] [-n name@host] [--prefetch-multiplier N] [--loglevel info]
              [-P async|threads|processes] [--autoscale max[,min]] [-O fair|fcfs] [--max-tasks-per-child N]
-             [--max-memory-per-child KiB]
+             [--max-memory-per-child KiB] [--http-port N [--http-host addr]]
              [-E] [--statedb file] [--without-mingle] [--without-gossip] [--without-heartbeat] [--heartbeat-interval s]
   kq call    <task> [-A module] [-b url] [--args '[...]'] [--kwargs '{...}'] [--countdown s] [--queue q] [--wait] [--timeout s]
   kq result  <task-id> [-A module] [--result-backend url] [--timeout s]
@@ -100,6 +100,8 @@ async function worker(argv: string[]): Promise<number> {
       optimization: { type: 'string', short: 'O' },
       'max-tasks-per-child': { type: 'string' },
       'max-memory-per-child': { type: 'string' },
+      'http-port': { type: 'string' },
+      'http-host': { type: 'string' },
       ...WORKER_CLUSTER_FLAGS,
     },
   });
@@ -116,6 +118,8 @@ async function worker(argv: string[]): Promise<number> {
     ...(values.queues ? { queues: values.queues.split(',').map((q) => q.trim()).filter(Boolean) } : {}),
     ...(values.concurrency ? { concurrency: positiveInt(values.concurrency, '-c') } : {}),
     ...(values.hostname ? { hostname: values.hostname } : {}),
+    ...(values['http-port'] !== undefined ? { httpPort: port(values['http-port'], '--http-port') } : {}),
+    ...(values['http-host'] ? { httpHost: values['http-host'] } : {}),
     ...(values['prefetch-multiplier'] ? { prefetchMultiplier: Number(values['prefetch-multiplier']) } : {}),
     loglevel: parseLogLevel(values.loglevel),
     steps: [...clusterSteps(clusterOptionsFromFlags(values)), periodicStep()],
@@ -261,6 +265,12 @@ function autoscale(value: string): AutoscaleOptions {
   const [max, min] = value.split(',').map((part) => part.trim());
   if (!max || (min !== undefined && !/^\d+$/.test(min))) throw new KqError(`--autoscale takes max[,min], e.g. --autoscale 10,2; got ${JSON.stringify(value)}.`);
   return { max: positiveInt(max, '--autoscale max'), min: min === undefined ? 0 : Number(min) };
+}
+
+function port(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new KqError(`${flag} must be a port number (0 to 65535), got ${JSON.stringify(value)}.`);
+  return n;
 }
 
 function positiveInt(value: string, flag: string): number {

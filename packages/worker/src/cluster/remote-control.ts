@@ -6,6 +6,7 @@ import type { WorkerStep } from '../worker/bootstep';
 import type { Request } from '../worker/request';
 import { controlCommands } from '../worker/control-commands';
 import type { Worker } from '../worker/worker';
+import { MemorySamples } from './memory-samples';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
 import { queueControlOf } from './queue-control';
@@ -18,6 +19,11 @@ type Handler = (args: Record<string, unknown>) => unknown;
 
 const ok = (value: unknown): { ok: unknown } => ({ ok: value });
 const nok = (value: unknown): { error: unknown } => ({ error: value });
+/** Celery's `int()` of a count argument, else the default. */
+const count = (value: unknown, fallback: number): number => {
+  const n = typeof value === 'string' ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : fallback;
+};
 
 /**
  * Every remote-control command a Celery worker answers (WIRE.md §4.5), with Celery's argument and reply shapes, for
@@ -60,8 +66,23 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
     registeredTasks(app.tasks, { taskinfoitems: args['taskinfoitems'], builtins: args['builtins'], overrides: context.overrides });
   const conf: Handler = (args) => confTable(app.conf, args['with_defaults'] === true || args['with_defaults'] === 'true');
 
+  const memory = new MemorySamples();
+
   const commands: Record<string, Handler> = {
     ping: () => ok('pong'),
+
+    memsample: () => memory.sample(),
+    memdump: (args) => memory.dump(count(args['samples'], 10)),
+    // Python needs the objgraph library for this and answers with its ImportError without it; Node has no objgraph.
+    objgraph: () => nok(pythonExceptionRepr('ImportError', 'Requires the objgraph library')),
+    pool_restart: () => {
+      if (!app.conf.workerPoolRestarts) return nok(pythonExceptionRepr('ValueError', 'Pool restarts not enabled'));
+      // Child pools replace each child once its current task ends; the async pool has no children (Celery's pools
+      // without restart do nothing either).
+      worker.pool.restart?.();
+      worker.log.info('pool restart requested by remote control');
+      return ok('reload started');
+    },
 
     hello: (args) => {
       const from = args['from_node'];

@@ -19,9 +19,30 @@ export function confTable(conf: Readonly<AppConfig>, withDefaults = false): Reco
   for (const key of Object.keys(conf) as Array<keyof AppConfig>) {
     const value = conf[key];
     if (!withDefaults && sameValue(value, DEFAULT_CONFIG[key])) continue;
-    table[CELERY_NAMES[key] ?? snakeCase(key)] = jsonSafe(value);
+    const name = CELERY_NAMES[key] ?? snakeCase(key);
+    table[name] = censored(name, jsonSafe(value));
   }
   return table;
+}
+
+/** Celery's `HIDDEN_SETTINGS`: settings whose value is never shown. */
+const HIDDEN_SETTINGS = /API|TOKEN|KEY|SECRET|PASS|PROFANITIES_LIST|SIGNATURE|DATABASE/i;
+/** Celery's mask. */
+const MASK = '********';
+
+/**
+ * Celery's `filter_hidden_settings`: nested settings censored the same way, secret-looking names masked whole, and
+ * the password in broker and backend URLs masked with Celery's eight stars.
+ */
+function censored(name: string, value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, item]) => [key, censored(key, item)]));
+  }
+  if (HIDDEN_SETTINGS.test(name)) return MASK;
+  if (typeof value === 'string' && (name.toLowerCase().includes('broker_url') || name.toLowerCase().includes('backend'))) {
+    return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)\*\*@/i, `$1${MASK}@`);
+  }
+  return value;
 }
 
 /** `inspect report`: Celery's bug-report text, for a kq worker. */

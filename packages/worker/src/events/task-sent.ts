@@ -1,5 +1,5 @@
 import type { OutgoingMessage } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { ResolvedRoute } from '../router';
 import { EventDispatcher } from './event-dispatcher';
 
@@ -42,13 +42,13 @@ export function taskSentFields(message: OutgoingMessage, route: Pick<ResolvedRou
   };
 }
 
-const clientDispatchers = new WeakMap<App, EventDispatcher>();
+const clientDispatchers = new WeakMap<AppContract, EventDispatcher>();
 
 /**
  * The dispatcher an app's client side sends `task-sent` with: hostname `gen<pid>@<host>` like Celery's
  * `anon_nodename()`, the app clock, the app's event exchange. One per app, made on first use.
  */
-export function clientEventDispatcher(app: App): EventDispatcher {
+export function clientEventDispatcher(app: AppContract): EventDispatcher {
   let dispatcher = clientDispatchers.get(app);
   // A closed app gets a new connection on next use; follow it.
   if (!dispatcher || dispatcher.connection !== app.connection) {
@@ -66,6 +66,6 @@ export function clientEventDispatcher(app: App): EventDispatcher {
  * Sends `task-sent` for a published task (Celery does so when `task_send_sent_event` is set). Never throws and does
  * not wait for the broker: monitoring must not fail or slow down sending.
  */
-export function sendTaskSentEvent(app: App, fields: TaskSentFields): void {
+export function sendTaskSentEvent(app: AppContract, fields: TaskSentFields): void {
   clientEventDispatcher(app).send('task-sent', { ...fields });
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Queue } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import type { PeriodicMeta } from './periodic-meta';
 
@@ -44,13 +44,13 @@ const TRIM_EVERY = 25;
  */
 export class ControlLog {
   readonly queue: Queue;
-  readonly #app: App;
+  readonly #app: AppContract;
   readonly #task: string;
   readonly #log: Logger;
   readonly #by = `${process.pid}@${hostname()}`;
   #writes = 0;
 
-  constructor(app: App, task: string, queueName: string, maxLength: number, log: Logger) {
+  constructor(app: AppContract, task: string, queueName: string, maxLength: number, log: Logger) {
     this.#app = app;
     this.#task = task;
     this.#log = log;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { KqError, Queue, TypedEmitter, type Transport } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import { loadBrokerFactory } from '../beat/broker-support';
 import { deterministicTaskId } from '../beat/deterministic-id';
 import { prepareTaskMessage } from '../prepare-task-message';
@@ -86,10 +86,10 @@ const STOPPED = 'stopped';
 /** How long a stop tombstone lasts, ms (a year: in practice until `start({ restart: true })`). */
 const TOMBSTONE_TTL_MS = 365 * 24 * 3600 * 1000;
 
-const registry = new WeakMap<App, Map<string, PeriodicTask<never[], unknown>>>();
+const registry = new WeakMap<AppContract, Map<string, PeriodicTask<never[], unknown>>>();
 
 /** The periodic tasks defined on `app` (what `periodicStep` starts). */
-export function periodicTasks(app: App): PeriodicTask<never[], unknown>[] {
+export function periodicTasks(app: AppContract): PeriodicTask<never[], unknown>[] {
   return [...(registry.get(app)?.values() ?? [])];
 }
 
@@ -107,7 +107,7 @@ export function periodicTasks(app: App): PeriodicTask<never[], unknown>[] {
  *   const cleanup = definePeriodic(app, 'proj.cleanup', async (ctx) => { ... }, { every: 300 });
  *   app.worker({ steps: [periodicStep()] });
  */
-export function definePeriodic<A extends unknown[], R>(app: App, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
+export function definePeriodic<A extends unknown[], R>(app: AppContract, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
   const periodic = new PeriodicTask(app, name, fn, options);
   let byName = registry.get(app);
   if (!byName) registry.set(app, (byName = new Map()));
@@ -117,7 +117,7 @@ export function definePeriodic<A extends unknown[], R>(app: App, name: string, f
 
 /** A periodic task: the registered task plus its cycle (see `definePeriodic`). */
 export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicTaskEvents> {
-  readonly app: App;
+  readonly app: AppContract;
   readonly name: string;
   /** The registered task (its runs are ordinary Celery task messages; `task.delay()` runs it once, outside the cycle). */
   readonly task: Task<A, R | undefined>;
@@ -134,7 +134,7 @@ export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicT
   readonly #log: Logger;
   #register: Promise<CycleRegister> | undefined;
 
-  constructor(app: App, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>) {
+  constructor(app: AppContract, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>) {
     super();
     const seconds = (value: number | undefined, field: string, fallback: number, allowZero = false): number => {
       const v = value ?? fallback;

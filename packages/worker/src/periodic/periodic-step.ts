@@ -1,4 +1,4 @@
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { WorkerStep } from '../worker/bootstep';
 import type { Worker } from '../worker/worker';
 import { periodicTasks, type PeriodicTask } from './define-periodic';
@@ -29,7 +29,7 @@ export function periodicStep(): WorkerStep {
   };
 }
 
-async function ensure(app: App, periodic: PeriodicTask<never[], unknown>): Promise<void> {
+async function ensure(app: AppContract, periodic: PeriodicTask<never[], unknown>): Promise<void> {
   try {
     await periodic.start();
   } catch (error) {

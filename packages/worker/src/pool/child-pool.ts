@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import { EncodeError, KqError } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import { SoftTimeLimitExceeded, WorkerLostError } from '../errors';
 import type { Logger } from '../logger';
 import type { TaskContext, TaskRequest } from '../task-context';
@@ -17,8 +17,8 @@ import { ThreadChild } from './thread-child';
 export interface ChildPoolOptions {
   kind: 'threads' | 'processes';
   /** The worker's app: its plain-data settings go to the children, and it publishes what memory:// children relay. */
-  app: App;
-  /** Path of the module exporting the App; every child imports it. */
+  app: AppContract;
+  /** Path of the module exporting the AppContract; every child imports it. */
   appModule: string;
   /** Children to start with. */
   size: number;
@@ -334,8 +334,15 @@ export class ChildPool implements Pool {
       this.#log.warning(`Child ${child.handle.id} uses ${message.memory} KiB, over maxMemoryPerChild (${maxMemoryPerChild} KiB): replacing it`);
       this.#retire(child);
     }
+    if (message.children?.length) run.context.children.push(...message.children);
     if (message.ok) run.finish({ ok: true, value: message.value });
     else run.finish({ ok: false, error: message.error ? deserializeError(message.error) : new KqError('The task failed in its pool child.') });
+  }
+
+  /** Replaces every child: idle ones now, busy ones when their task ends (Celery's `pool_restart`). */
+  restart(): void {
+    for (const child of [...this.#children]) if (child.state !== 'exited' && !child.retiring && !child.stopping) this.#retire(child, false);
+    this.#maintain();
   }
 
   // -- children ---------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import type { ResultTuple } from '@kq/core';
 import type { LogLevel } from '../logger';
 import type { SignatureJson } from '../protocol/index';
 import type { ApplyOptions } from '../task';
@@ -76,6 +77,8 @@ export interface DoneMessage {
   error?: SerializedError;
   /** KiB after the run: RSS for a process, the isolate's used heap for a thread (`maxMemoryPerChild`). */
   memory: number;
+  /** The tasks the run sent (result tuples), stored as its result's `children`. */
+  children?: ResultTuple[];
 }
 
 /** A task message the child wants sent, relayed through the parent because the broker is in-process (memory://). */

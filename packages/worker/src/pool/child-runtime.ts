@@ -1,11 +1,11 @@
 import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { EncodeError, KqError } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import { NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
-import type { SignatureJson } from '../protocol/index';
-import type { Signature } from '../signature';
+import { currentTask } from '../current-task';
+import { signaturesJson } from '../prepare-task-message';
 import type { ApplyOptions, Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { autoretry } from './autoretry';
@@ -32,7 +32,7 @@ type Embed = PublishMessage['embed'];
  */
 export class ChildRuntime {
   readonly #port: ParentPort;
-  #app: App | undefined;
+  #app: AppContract | undefined;
   #loglevel: LogLevel = 'info';
   readonly #aborts = new Map<number, AbortController>();
   readonly #publishes = new Map<number, { resolve: (id: string) => void; reject: (error: Error) => void }>();
@@ -107,7 +107,7 @@ export class ChildRuntime {
       } catch (error) {
         throw await autoretry(context, error);
       }
-      done = { type: 'done', id, ok: true, value, memory: memoryKiB(this.#port.kind) };
+      done = { type: 'done', id, ok: true, value, memory: memoryKiB(this.#port.kind), children: context.children };
     } catch (error) {
       done = { type: 'done', id, ok: false, error: serializeError(error), memory: memoryKiB(this.#port.kind) };
     } finally {
@@ -139,9 +139,15 @@ export class ChildRuntime {
    * never reach the worker's. So such a child hands its task messages (retries, tasks sent from tasks) to the
    * parent, which publishes them with its app.
    */
-  #relayPublishes(app: App): void {
+  #relayPublishes(app: AppContract): void {
     const relay = (name: string, args: unknown[], options: ApplyOptions, embed: Embed = {}): Promise<string> => {
       const { link, linkError, ...plain } = options;
+      // The parent publishes it outside any task: whose child it is must be decided here, where the task runs.
+      const parent = currentTask();
+      if (parent) {
+        plain.parentId ??= parent.request.id;
+        plain.rootId ??= parent.request.rootId ?? parent.request.id;
+      }
       const message: PublishMessage = {
         type: 'publish',
         seq: ++this.#publishSeq,
@@ -155,7 +161,13 @@ export class ChildRuntime {
         },
       };
       return new Promise<string>((resolve, reject) => {
-        this.#publishes.set(message.seq, { resolve, reject });
+        this.#publishes.set(message.seq, {
+          resolve: (id: string) => {
+            if (options.addToParent !== false) parent?.children.push([[id, null], null]);
+            resolve(id);
+          },
+          reject,
+        });
         try {
           this.#port.send(message);
         } catch (error) {
@@ -173,11 +185,6 @@ function restoreRequest(request: TaskRequest): TaskRequest {
   return { ...request, message: { ...request.message, args: request.args as unknown[], kwargs: request.kwargs as Record<string, unknown> } };
 }
 
-function signaturesJson(value: Signature | readonly Signature[] | undefined): SignatureJson[] | null {
-  if (value === undefined) return null;
-  const list = Array.isArray(value) ? (value as readonly Signature[]) : [value as Signature];
-  return list.map((signature) => signature.toJSON());
-}
 
 /**
  * What `maxMemoryPerChild` is compared with: a process's resident set; for a thread (whose process RSS is shared),

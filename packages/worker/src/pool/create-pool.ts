@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { KqError } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import { AsyncPool } from './async-pool';
 import { ChildPool } from './child-pool';
@@ -9,10 +9,10 @@ import type { Pool, PoolKind, SchedulingStrategy } from './pool';
 export interface PoolSettings {
   kind: PoolKind;
   size: number;
-  app: App;
+  app: AppContract;
   log: Logger;
   strategy?: SchedulingStrategy;
-  /** Needed by `threads` and `processes`: the module every child imports to get the App. */
+  /** Needed by `threads` and `processes`: the module every child imports to get the AppContract. */
   appModule?: string;
   maxTasksPerChild?: number | null;
   /** KiB. */
@@ -28,7 +28,7 @@ export function createPool(settings: PoolSettings): Pool {
   }
   if (!settings.appModule) {
     throw new KqError(
-      `The ${kind} pool needs appModule: the path of the module that exports your App, which every child imports ` +
+      `The ${kind} pool needs appModule: the path of the module that exports your AppContract, which every child imports ` +
         `(kq worker -A passes it). Or use pool: 'async'.`,
     );
   }

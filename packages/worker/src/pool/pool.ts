@@ -53,6 +53,10 @@ export interface Pool {
   close(): Promise<void>;
   /** Ends the executors: idle children exit, children still running a task are killed. */
   terminate(): Promise<void>;
+  /** The id (pid or thread id) of the child running the task now, for pools with children. */
+  runningOn?(taskId: string): number | undefined;
+  /** Replaces every child once its current task ends (`pool_restart`); pools without children have none. */
+  restart?(): void;
   /** The `pool` entry of `inspect stats`, in Celery's shape (a pool without it is described by the stats builder). */
   info?(): Record<string, unknown>;
 }

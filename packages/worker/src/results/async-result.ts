@@ -5,6 +5,7 @@ import {
   type ExceptionInfo,
   type ResultBackend,
   type ResultMeta,
+  type ResultTuple,
   type TaskState,
   type WaitForResultOptions,
 } from '@kq/core';
@@ -22,6 +23,17 @@ export interface GetResultOptions {
   signal?: AbortSignal;
 }
 
+/** A result in a graph of results (a task's or a group's): what parents and saved groups need of it. */
+export interface ResultNode {
+  readonly id: string;
+  asTuple(): ResultTuple;
+}
+
+/** Something that gives the result backend when asked: an app, whose backend is created on first use. */
+export interface ResultBackendSource {
+  backend(): Promise<ResultBackend | null>;
+}
+
 /**
  * A handle on a task's result, as Celery's `AsyncResult`: `state()`, `ready()`, `get()`... read the configured result
  * backend (Redis, RPC, memory), so they see results stored by kq and by Python workers alike. `get()` waits the way
@@ -29,11 +41,26 @@ export interface GetResultOptions {
  */
 export class AsyncResult<R = unknown> {
   readonly id: string;
-  readonly backend: ResultBackend | null;
+  /** The result this one's task was sent by, where known: a chain's previous step, a chord's header (a group). */
+  parent: ResultNode | null = null;
+  readonly #backend: ResultBackend | null | ResultBackendSource;
 
-  constructor(id: string, backend: ResultBackend | null) {
+  /** `backend` may be given as its source (an app): it is then asked when the result is first read. */
+  constructor(id: string, backend: ResultBackend | null | ResultBackendSource) {
     this.id = id;
-    this.backend = backend;
+    this.#backend = backend;
+  }
+
+  /** The result backend this handle reads, resolved from its source. */
+  async resultBackend(): Promise<ResultBackend | null> {
+    const backend = this.#backend;
+    if (backend !== null && isBackendSource(backend)) return backend.backend();
+    return backend;
+  }
+
+  /** Celery's `as_tuple()`: `[[id, parent], null]`, the form saved groups and `celery.chord_unlock` carry. */
+  asTuple(): ResultTuple {
+    return [[this.id, this.parent ? this.parent.asTuple() : null], null];
   }
 
   /** The stored state; `PENDING` when nothing is known (not sent, not started yet, expired, or forgotten). */
@@ -56,7 +83,7 @@ export class AsyncResult<R = unknown> {
 
   /** Everything the backend stores for the task (Celery's meta), or null. */
   async meta(): Promise<ResultMeta | null> {
-    return this.#requireBackend('read its state').get(this.id);
+    return (await this.#requireBackend('read its state')).get(this.id);
   }
 
   /**
@@ -68,7 +95,7 @@ export class AsyncResult<R = unknown> {
   get(options: GetResultOptions & { propagate: false }): Promise<R | ExceptionInfo>;
   get(options?: GetResultOptions): Promise<R | ExceptionInfo>;
   async get(options: GetResultOptions = {}): Promise<R | ExceptionInfo> {
-    const backend = this.#requireBackend('wait for its result');
+    const backend = await this.#requireBackend('wait for its result');
     const waitOptions: WaitForResultOptions = {};
     if (options.timeout !== undefined) waitOptions.timeoutMs = options.timeout;
     if (options.signal !== undefined) waitOptions.signal = options.signal;
@@ -85,7 +112,7 @@ export class AsyncResult<R = unknown> {
 
   /** Deletes the stored result (Celery's `forget`). */
   async forget(): Promise<void> {
-    await this.#requireBackend('forget its result').forget(this.id);
+    await (await this.#requireBackend('forget its result')).forget(this.id);
   }
 
   /** Serializes as the task id, as Celery's result tuples carry it. */
@@ -97,8 +124,9 @@ export class AsyncResult<R = unknown> {
     return this.id;
   }
 
-  #requireBackend(what: string): ResultBackend {
-    if (this.backend) return this.backend;
+  async #requireBackend(what: string): Promise<ResultBackend> {
+    const backend = await this.resultBackend();
+    if (backend) return backend;
     throw new KqError(
       `Cannot ${what} for task ${this.id}: no result backend is configured. Configure one on the app, e.g. ` +
         `new App('proj', { backend: 'redis://127.0.0.1:6379/0' }) (or 'rpc://' to get results back over the broker).`,
@@ -112,4 +140,8 @@ function failureInfo(meta: ResultMeta): ExceptionInfo {
   if (meta.status === 'REVOKED') return { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' };
   const detail = meta.result === null || meta.result === undefined ? [] : [typeof meta.result === 'string' ? meta.result : JSON.stringify(meta.result)];
   return { exc_type: meta.status === 'REJECTED' ? 'Reject' : 'Exception', exc_message: detail, exc_module: meta.status === 'REJECTED' ? 'celery.exceptions' : 'builtins' };
+}
+
+function isBackendSource(value: ResultBackend | ResultBackendSource): value is ResultBackendSource {
+  return typeof (value as Partial<ResultBackendSource>).backend === 'function' && typeof (value as Partial<ResultBackend>).waitFor !== 'function';
 }

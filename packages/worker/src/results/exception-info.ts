@@ -9,7 +9,9 @@ import {
   type ExceptionInfo,
 } from '@kq/core';
 import {
+  ChordError,
   Ignore,
+  ImproperlyConfigured,
   InvalidTaskError,
   MaxRetriesExceededError,
   NotRegistered,
@@ -93,6 +95,8 @@ const KQ_TO_PYTHON: ReadonlyArray<readonly [ErrorClass, string, string]> = [
   [Retry, 'Retry', 'celery.exceptions'],
   [Reject, 'Reject', 'celery.exceptions'],
   [Ignore, 'Ignore', 'celery.exceptions'],
+  [ChordError, 'ChordError', 'celery.exceptions'],
+  [ImproperlyConfigured, 'ImproperlyConfigured', 'celery.exceptions'],
   [DecodeError, 'DecodeError', 'kombu.exceptions'],
   [EncodeError, 'EncodeError', 'kombu.exceptions'],
   [ContentDisallowed, 'ContentDisallowed', 'kombu.exceptions'],
@@ -196,6 +200,10 @@ function celeryException(type: string, args: unknown[], message: string): Error 
       return new Reject(typeof args[0] === 'string' ? args[0] : message || undefined, args[1] === true);
     case 'Retry':
       return new Retry(message);
+    case 'ChordError':
+      return new ChordError(message);
+    case 'ImproperlyConfigured':
+      return new ImproperlyConfigured(message);
     default:
       return undefined;
   }

@@ -57,6 +57,10 @@ interface Waiter {
 export class RpcResultBackend implements ResultBackend {
   readonly name = 'rpc';
   readonly pushes = true;
+  /** Celery's text (`E_NO_CHORD_SUPPORT`): each result goes to its one caller, so no worker can see the header's. */
+  readonly chordsRefused =
+    'The "rpc" result backend does not support chords!\n\nNote that a group chained with a task is also upgraded to be a chord, ' +
+    'as this pattern requires synchronization.\n\nResult backends that supports chords: Redis, Database, Memcached, and more.';
   readonly connection: Connection;
   readonly oid: string;
   /** The queue results for this client arrive on, declared exactly as Celery ≤ 5.6 declares it. */

@@ -1,5 +1,5 @@
 import { ContentDisallowed, DecodeError, type Delivery, type ResultMeta } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import { formatIsoDate, type TaskMessage } from '../protocol/index';
 
@@ -10,7 +10,7 @@ type ExceptionRecord = { exc_type: string; exc_message: unknown[]; exc_module: s
  * Stores FAILURE for a task message that never became a run (unknown task, delivered too often, unreadable body),
  * so a caller waiting on its result learns why. Never throws: a backend that cannot store it is logged.
  */
-export async function storeFailure(app: App, log: Logger, message: FailureTarget, info: ExceptionRecord, extended: Partial<ResultMeta> = {}): Promise<void> {
+export async function storeFailure(app: AppContract, log: Logger, message: FailureTarget, info: ExceptionRecord, extended: Partial<ResultMeta> = {}): Promise<void> {
   try {
     const backend = await app.backend();
     await backend?.store(
@@ -35,7 +35,7 @@ export async function storeFailure(app: App, log: Logger, message: FailureTarget
  * in its headers: its FAILURE (`ContentDisallowed` / `DecodeError`) is stored. (Celery only logs these; kq does
  * better — see docs/wire-notes.md.)
  */
-export async function storeUnreadable(app: App, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
+export async function storeUnreadable(app: AppContract, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
   const id = delivery.headers['id'];
   if (typeof id !== 'string' || id === '') return;
   if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;

@@ -1,5 +1,5 @@
 import type { Delivery, OutgoingMessage } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import type { TaskMessage } from '../protocol/index';
 import type { WorkerState } from './worker-state';
@@ -13,11 +13,11 @@ export const REDELIVERIES_HEADER = 'kq_redeliveries';
  * ack does not make the work run again).
  */
 export class RedeliveryGuard {
-  readonly #app: App;
+  readonly #app: AppContract;
   readonly #state: WorkerState;
   readonly #log: Logger;
 
-  constructor(app: App, state: WorkerState, log: Logger) {
+  constructor(app: AppContract, state: WorkerState, log: Logger) {
     this.#app = app;
     this.#state = state;
     this.#log = log;

@@ -1,11 +1,11 @@
-import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type TaskState } from '@kq/core';
+import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
 import { formatIsoDate, type TaskMessage } from '../protocol/index';
 import { exceptionInfo } from '../results/index';
-import { Signature } from '../signature';
 import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { backoffCountdown } from '../retry-backoff';
+import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import type { Worker } from './worker';
 
 /** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
@@ -37,6 +37,8 @@ export class Request {
   // AbortController per message is a measurable share of a worker's time under a flood of short tasks.
   /** The task's signal: soft time limit, hard time limit or terminate, whichever comes first. */
   #abort: AbortController | undefined;
+  /** What the run sent (its context's trail), stored as the result's `children`. */
+  #children: ResultTuple[] | undefined;
   /** Hard time limit or terminate, even after a soft limit: the run is abandoned and its pool child killed. */
   #kill: AbortController | undefined;
   /** Ends the current run's race with the kill reason (set while the task runs). */
@@ -83,7 +85,9 @@ export class Request {
     const expired = this.message.expires !== null && this.message.expires.getTime() <= Date.now();
     const reason = expired ? 'expired' : 'revoked';
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
-    await this.#store('REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null);
+    const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
+    await this.#store('REVOKED', info, null);
+    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info);
     this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
     await this.#settle('ack');
   }
@@ -145,7 +149,8 @@ export class Request {
         priority: this.message.priority,
         redelivered: this.delivery.deliveryInfo.redelivered,
       },
-      worker_pid: this.timeStart === null ? null : process.pid,
+      // Celery's process pool reports the child running it; threads share this process's pid.
+      worker_pid: this.timeStart === null ? null : ((this.worker.pool.name === 'processes' ? this.worker.pool.runningOn?.(this.id) : undefined) ?? process.pid),
     };
   }
 
@@ -179,7 +184,8 @@ export class Request {
       if (worker.log.enabled('info')) worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
-      if (this.message.callbacks?.length || this.message.chain?.length) await this.#sendCallbacks(value);
+      if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
+      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
       release();
       if (this.acksLate) await this.#settle('ack');
     } catch (error) {
@@ -208,9 +214,9 @@ export class Request {
       return 'rejected';
     }
     worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`);
-    await this.#store('FAILURE', exceptionInfo(error), error.stack ?? null);
+    await this.#fail(exceptionInfo(error), error.stack ?? null);
     worker.emitTask('failed', this, { exception: error });
-    await this.#sendErrbacks();
+    await sendErrbacks(worker.app, worker.log, this.message);
     const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
     await this.#settle(ackAnyway ? 'ack' : 'reject', describe(error));
     return 'failed';
@@ -229,6 +235,7 @@ export class Request {
       );
     }
     const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.taskLogger(this.name));
+    this.#children = context.children;
     // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
     const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
     // One promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
@@ -298,7 +305,9 @@ export class Request {
     }
     if (error instanceof TaskRevokedError) {
       worker.log.info(`Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`);
-      await this.#store('REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null);
+      const info = { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' };
+      await this.#store('REVOKED', info, null);
+      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info);
       worker.emitTask('revoked', this, { terminated: true, signum: 15, expired: false });
       await this.#settle('ack');
       return 'revoked';
@@ -306,9 +315,9 @@ export class Request {
     const timeout = error instanceof TimeLimitExceeded;
     const stack = error instanceof Error ? (error.stack ?? null) : null;
     worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`);
-    await this.#store('FAILURE', exceptionInfo(error), stack);
+    await this.#fail(exceptionInfo(error), stack);
     worker.emitTask('failed', this, { exception: error });
-    await this.#sendErrbacks();
+    await sendErrbacks(worker.app, worker.log, this.message);
     if (this.acksLate) {
       const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
       await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describe(error));
@@ -369,7 +378,7 @@ export class Request {
       status,
       result,
       traceback,
-      children: [],
+      children: this.#children ?? [],
       date_done: ready ? formatIsoDate(new Date()) : null,
       ...(this.message.group ? { group_id: this.message.group } : {}),
       ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
@@ -396,44 +405,12 @@ export class Request {
     }
   }
 
-  async #sendCallbacks(value: unknown): Promise<void> {
-    const { message, worker } = this;
-    try {
-      for (const callback of message.callbacks ?? []) {
-        const signature = Signature.fromJSON(callback).withPrependedArgs([value]);
-        await worker.app.sendTaskMessage(signature.task, [...signature.args], {
-          kwargs: { ...signature.kwargs },
-          parentId: this.id,
-          rootId: message.rootId ?? this.id,
-          ...(typeof callback.options['task_id'] === 'string' ? { taskId: callback.options['task_id'] } : {}),
-        });
-      }
-      const chain = message.chain;
-      if (chain && chain.length > 0) {
-        const next = chain[chain.length - 1] as NonNullable<typeof chain>[number];
-        const signature = Signature.fromJSON(next).withPrependedArgs([value]);
-        await worker.app.sendTaskMessage(signature.task, [...signature.args], {
-          kwargs: { ...signature.kwargs },
-          parentId: this.id,
-          rootId: message.rootId ?? this.id,
-          chain: chain.slice(0, -1),
-          ...(typeof next.options['task_id'] === 'string' ? { taskId: next.options['task_id'] } : {}),
-        });
-      }
-    } catch (error) {
-      worker.log.error(`Could not send the callbacks of ${this.name}[${this.id}]: ${describe(error)}`);
-    }
-  }
-
-  async #sendErrbacks(): Promise<void> {
-    for (const errback of this.message.errbacks ?? []) {
-      try {
-        const signature = Signature.fromJSON(errback).withPrependedArgs([this.id]);
-        await this.worker.app.sendTaskMessage(signature.task, [...signature.args], { kwargs: { ...signature.kwargs }, parentId: this.id });
-      } catch (error) {
-        this.worker.log.error(`Could not send the errback of ${this.name}[${this.id}]: ${describe(error)}`);
-      }
-    }
+  /** Stores FAILURE, fails the rest of its chain and records its chord part (Celery's `mark_as_failure`). */
+  async #fail(info: unknown, traceback: string | null): Promise<void> {
+    await this.#store('FAILURE', info, traceback);
+    const { app, log } = this.worker;
+    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info);
+    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback);
   }
 
   /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */

@@ -1,6 +1,7 @@
 import { hostname as osHostname } from 'node:os';
 import { Consumer, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
-import type { App } from '../app';
+import type { AppContract } from '../app-contract';
+import { WorkerHttpEndpoint } from './http-endpoint';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
 import { decodeTaskMessage, formatIsoDate, type TaskMessage } from '../protocol/index';
@@ -14,8 +15,6 @@ import { storeFailure, storeUnreadable } from './failure-records';
 import { RedeliveryGuard, republishable } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
-import type { ClusterOptions } from '../cluster/cluster-options';
-import { withClusterSteps } from '../cluster/cluster-steps';
 import { WorkerState } from './worker-state';
 
 /** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
@@ -36,7 +35,7 @@ export interface WorkerOptions {
   hostname?: string;
   /** Where tasks run: `async` (the event loop, default), `threads` (worker_threads) or `processes` (child processes). */
   pool?: PoolKind;
-  /** Path of the module exporting the App; `threads` and `processes` children import it (`kq worker -A` sets it). */
+  /** Path of the module exporting the AppContract; `threads` and `processes` children import it (`kq worker -A` sets it). */
   appModule?: string;
   /** How child pools hand jobs to children (`-O`): `fair` (default) only to idle ones, `fcfs` round-robin. */
   schedulingStrategy?: SchedulingStrategy;
@@ -48,14 +47,19 @@ export interface WorkerOptions {
   maxMemoryPerChild?: number;
   loglevel?: LogLevel;
   logger?: Logger;
+  /** Serve `/healthz`, `/readyz` and `/metrics` on this port (`kq worker --http-port`; 0 = any free port). Off by default. */
+  httpPort?: number;
+  /** Address of that endpoint. Default 127.0.0.1. */
+  httpHost?: string;
   /** Seconds a warm shutdown waits for running tasks (default: `workerShutdownTimeout`, 30). */
   shutdownTimeout?: number;
   /** Answer remote control (`celery inspect`, `kq control`). Default true when the broker has fanout. */
   enableRemoteControl?: boolean;
-  /** Extra steps started after connecting and before consuming, stopped in reverse (events, mingle, gossip...). */
+  /**
+   * Steps started after connecting and before consuming, stopped in reverse. `app.worker()` adds Celery's (events,
+   * Mingle, Gossip, heartbeats, remote control); a `new Worker` runs only those given here.
+   */
   steps?: readonly WorkerStep[];
-  /** Events, Mingle, Gossip, heartbeats, the state file and Celery's remote control (`-E`, `--without-*`, `--statedb`); false = none. */
-  cluster?: ClusterOptions | false;
 }
 
 type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';
@@ -79,7 +83,7 @@ export type WorkerEvents = {
  * limits, acks early or late. Bad input is rejected with a logged reason and never stops the worker.
  */
 export class Worker extends TypedEmitter<WorkerEvents> {
-  readonly app: App;
+  readonly app: AppContract;
   readonly hostname: string;
   readonly state = new WorkerState();
   readonly pool: Pool;
@@ -98,11 +102,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   readonly #steps: readonly WorkerStep[];
   readonly #started: WorkerStep[] = [];
   #consumer: Consumer | undefined;
+  #http: WorkerHttpEndpoint | undefined;
   #node: MailboxNode | undefined;
   #running = false;
   #stopping: Promise<void> | undefined;
 
-  constructor(app: App, options: WorkerOptions = {}) {
+  constructor(app: AppContract, options: WorkerOptions = {}) {
     super();
     this.app = app;
     this.#options = options;
@@ -126,7 +131,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       ? new Autoscaler({ ...autoscale, pool: this.pool, qty: () => this.state.reserved.size, onResize: () => void this.#updatePrefetch(), log: this.log })
       : null;
     this.#queues = (options.queues ?? [app.conf.taskDefaultQueue]).map((name) => app.router.queue(name));
-    this.#steps = withClusterSteps(options.steps, options.cluster);
+    this.#steps = [...(options.steps ?? [])];
   }
 
   /** The task queues consumed now (`add_consumer` / `cancel_consumer` change them). */
@@ -152,6 +157,16 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   get isRunning(): boolean {
     return this.#running;
+  }
+
+  /** Started, not stopping, and its consumer consuming on an open channel (`/readyz`). */
+  get isConsuming(): boolean {
+    return this.#running && !this.#stopping && (this.#consumer?.isConsuming ?? false);
+  }
+
+  /** The HTTP endpoint (`httpPort`), once started. */
+  get http(): WorkerHttpEndpoint | undefined {
+    return this.#http;
   }
 
   /**
@@ -188,6 +203,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
+    if (this.#options.httpPort !== undefined) {
+      // Up before connecting: a probe sees the process alive (/healthz) and not ready (/readyz) while it connects.
+      this.#http = new WorkerHttpEndpoint(this, { port: this.#options.httpPort, ...(this.#options.httpHost ? { host: this.#options.httpHost } : {}) });
+      await this.#http.start();
+    }
     await this.app.codecsReady();
     const connection = this.app.connection;
     // Every failed attempt is one line, as Celery words it, so an unreachable broker is never a silent hang.
@@ -202,6 +222,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await connection.connect();
     } catch (error) {
       this.#running = false;
+      await this.#http?.close();
       throw error;
     } finally {
       connection.off('retrying', onRetrying);
@@ -212,6 +233,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await this.pool.start();
     } catch (error) {
       this.#running = false;
+      await this.#http?.close();
       throw error;
     }
 
@@ -481,6 +503,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await step.stop(this).catch((error: unknown) => this.log.warning(`stopping ${step.name}: ${String(error)}`));
     }
     this.#running = false;
+    await this.#http?.close();
     this.log.info('Worker stopped');
     this.emit('shutdown');
   }

@@ -45,3 +45,30 @@ def mark(path, value):
     with open(path, "a", encoding="utf-8") as marker:
         marker.write(f"py {value}\n")
     return value
+
+
+@app.task(name="interop.py_mul")
+def mul(x, y):
+    return x * y
+
+
+@app.task(name="interop.py_tsum")
+def tsum(values):
+    return sum(values)
+
+
+@app.task(name="interop.py_errback")
+def errback(task_id):
+    """A canvas errback, old style (one argument: the failed task's id), that leaves a trace the test reads.
+
+    With more parameters Celery would call it inline as a new-style errback (request, exc, traceback)."""
+    with open(os.environ["KQ_INTEROP_MARKER"], "a", encoding="utf-8") as marker:
+        marker.write(f"py {task_id}\n")
+    return task_id
+
+
+@app.task(bind=True, name="interop.py_replace")
+def replace_with_kq(self, x):
+    """Replaces itself with a kq chain (Task.replace)."""
+    kq = os.environ["KQ_INTEROP_KQ_QUEUE"]
+    return self.replace(app.signature("interop.kq_add", args=(x, 1), queue=kq) | app.signature("interop.kq_mul", args=(2,), queue=kq))

@@ -27,3 +27,15 @@ def add(x, y):
 def sleepy(seconds):
     time.sleep(seconds)
     return seconds
+
+
+@app.task(name='interop.fail')
+def fail():
+    raise ValueError('python says no')
+
+
+@app.task(bind=True, name='interop.retry_once', max_retries=1)
+def retry_once(self):
+    if self.request.retries == 0:
+        raise self.retry(countdown=0.1)
+    return self.request.retries

@@ -40,6 +40,17 @@ def run(command):
     raise ValueError(f'unknown op {op!r}')
 
 
+def finite(value):
+    """JSON for JavaScript: Python writes Infinity/NaN literals that JSON.parse refuses; they become strings."""
+    if isinstance(value, float) and (value != value or value in (float('inf'), float('-inf'))):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
 def main():
     print(json.dumps({'ready': True}), flush=True)
     for line in sys.stdin:
@@ -47,7 +58,7 @@ def main():
         if not line:
             continue
         try:
-            reply = {'ok': run(json.loads(line))}
+            reply = {'ok': finite(run(json.loads(line)))}
         except Exception as exc:  # report, keep serving
             reply = {'error': repr(exc), 'traceback': traceback.format_exc()}
         print(json.dumps(reply, default=repr), flush=True)

@@ -1,0 +1,71 @@
+/**
+ * Celery's Redis chord join (`<gid>.j` / `.t` / `.s`) as RedisChordStore keeps it: whatever the arrival order, and
+ * with every part arriving at once, exactly one part completes the chord and gets all parts in group order.
+ */
+import { randomUUID } from 'node:crypto';
+import { brokerReachable, brokerUrls } from '@kq/test-harness';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RedisChordStore } from '../src/redis-chord-store';
+
+const up = await brokerReachable('redis');
+
+describe.skipIf(!up)('RedisChordStore', () => {
+  const url = new URL(brokerUrls.redis);
+  const client = new Redis({ host: url.hostname, port: Number(url.port || 6379), db: 13 });
+  const prefix = `kqtest-chord-${randomUUID().slice(0, 8)}-celery-taskset-meta-`;
+  const store = new RedisChordStore(client, prefix);
+
+  afterAll(async () => {
+    const keys = await client.keys(`${prefix}*`);
+    if (keys.length > 0) await client.del(...keys);
+    await client.quit();
+  });
+
+  it('exactly one part completes the join, with every part in group order, however they arrive', async () => {
+    const chords = fc.integer({ min: 1, max: 12 }).chain((size) =>
+      fc.tuple(fc.constant(size), fc.shuffledSubarray([...Array(size).keys()], { minLength: size, maxLength: size }), fc.integer({ min: 0, max: 2 }), fc.boolean()),
+    );
+    await fc.assert(
+      fc.asyncProperty(chords, async ([size, order, extra, atOnce]) => {
+        const groupId = randomUUID();
+        await store.setChordSize(groupId, size, 60_000);
+        for (let i = 0; i < extra; i += 1) await store.addToChord(groupId);
+        const indexes = [...order, ...Array.from({ length: extra }, (_, i) => size + i)];
+        const add = (index: number) => store.addPart(groupId, { taskId: `t${index}`, state: 'SUCCESS', result: index }, index, 60_000);
+        const outcomes: Array<Awaited<ReturnType<typeof add>>> = [];
+        if (atOnce) outcomes.push(...(await Promise.all(indexes.map(add))));
+        else for (const index of indexes) outcomes.push(await add(index));
+        const finishers = outcomes.filter((outcome) => outcome !== null);
+        expect(finishers).toHaveLength(1);
+        if (!atOnce) expect(outcomes[outcomes.length - 1]).not.toBeNull();
+        expect(finishers[0]?.map((part) => part.result)).toEqual([...indexes].sort((a, b) => a - b));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('writes parts as Celery does and clears its keys when the chord completes', async () => {
+    const groupId = randomUUID();
+    await store.setChordSize(groupId, 2, 60_000);
+    await store.addPart(groupId, { taskId: 'a', state: 'FAILURE', result: { exc_type: 'ValueError', exc_message: ['x'], exc_module: 'builtins' } }, 0, 60_000);
+    expect(await client.zrange(`${prefix}${groupId}.j`, 0, -1, 'WITHSCORES')).toEqual([
+      '[1, "a", "FAILURE", {"exc_type": "ValueError", "exc_message": ["x"], "exc_module": "builtins"}]',
+      '0',
+    ]);
+    expect(await client.ttl(`${prefix}${groupId}.j`)).toBeGreaterThan(0);
+    const parts = await store.addPart(groupId, { taskId: 'b', state: 'SUCCESS', result: 2 }, 1, 60_000);
+    expect(parts?.map((part) => part.taskId)).toEqual(['a', 'b']);
+    expect(await client.exists(`${prefix}${groupId}.j`, `${prefix}${groupId}.t`, `${prefix}${groupId}.s`)).toBe(0);
+  });
+
+  it('saves and restores a group in Celery\'s taskset meta form', async () => {
+    const groupId = randomUUID();
+    await store.saveGroup(groupId, [[groupId, null], [[['a', null], null], [['b', null], null]]], 60_000);
+    expect(JSON.parse((await client.get(`${prefix}${groupId}`)) ?? 'null')).toEqual({ result: [[groupId, null], [[['a', null], null], [['b', null], null]]] });
+    expect(await store.restoreGroup(groupId)).toEqual([[groupId, null], [[['a', null], null], [['b', null], null]]]);
+    await store.deleteGroup(groupId);
+    expect(await store.restoreGroup(groupId)).toBeNull();
+  });
+});

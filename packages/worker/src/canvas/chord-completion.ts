@@ -1,0 +1,115 @@
+import { pythonRepr, type ResultBackend, type TaskState } from '@kq/core';
+import { ChordError, TaskFailedError } from '../errors';
+import { formatIsoDate, type SignatureJson } from '../protocol/index';
+import { exceptionInfo, GroupResult, resultFromTuple } from '../results/index';
+import type { CanvasApp } from './canvas-app';
+import { Chain } from './chain';
+import { Signature, type AnySignature } from './signature';
+
+/** What finishing a chord part needs of the finished task's request. */
+export interface ChordMember {
+  readonly id: string;
+  readonly group: string | null;
+  readonly groupIndex: number | null;
+  readonly chord: SignatureJson | null;
+}
+
+/** States whose result fails the chord (Celery's PROPAGATE_STATES). */
+const PROPAGATE_STATES: ReadonlySet<TaskState> = new Set(['FAILURE', 'REVOKED']);
+
+/**
+ * Celery's `on_chord_part_return` for backends with a native join: records the part and, when it was the last one,
+ * sends the body with every result in group order — or, if a part failed, fails the body with `ChordError` and
+ * sends its errbacks. Exactly one finisher (kq or Python) gets to do this. Errors are reported through `log`, never
+ * thrown: the task itself already finished.
+ */
+export async function onChordPartReturn(
+  app: CanvasApp,
+  member: ChordMember,
+  state: TaskState,
+  result: unknown,
+  log: (message: string) => void,
+): Promise<void> {
+  const groupId = member.group;
+  if (!groupId || !member.chord) return;
+  const backend = await app.backend();
+  if (!backend?.chordJoin) return; // joined by celery.chord_unlock instead
+  const parts = await backend.chordJoin.addPart(groupId, { taskId: member.id, state, result }, member.groupIndex, app.conf.resultExpires * 1000);
+  if (!parts) return;
+  const callback = Signature.fromJSON(member.chord, app);
+  let values: unknown[];
+  try {
+    const saved = backend.groups ? await backend.groups.restoreGroup(groupId) : null;
+    if (saved) {
+      // A header with nested groups was saved by the sender: join it for the nested shape.
+      const header = resultFromTuple(saved, backend);
+      values = header instanceof GroupResult ? await header.join() : [await header.get()];
+    } else {
+      values = parts.map((part) => {
+        if (PROPAGATE_STATES.has(part.state)) throw new ChordError(`Dependency ${part.taskId} raised ${exceptionRepr(part.result)}`);
+        return part.result;
+      });
+    }
+  } catch (error) {
+    log(`Chord ${groupId} raised: ${describe(error)}`);
+    await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log);
+    return;
+  }
+  await sendChordBody(app, backend, callback, values, log);
+}
+
+/** Sends the body with the header's results; if it cannot be sent, fails it (Celery: `Callback error: ...`). */
+export async function sendChordBody(app: CanvasApp, backend: ResultBackend, callback: AnySignature, values: unknown[], log: (message: string) => void): Promise<void> {
+  try {
+    await callback.applyWire([values], {}, {});
+  } catch (error) {
+    log(`Chord callback ${callback.task} raised: ${describe(error)}`);
+    await failChord(app, backend, callback, new ChordError(`Callback error: ${errorRepr(error)}`), log);
+  }
+}
+
+/**
+ * Celery's `chord_error_from_stack`: the body's errbacks are sent with its id, and FAILURE(ChordError) is stored as
+ * the body's result, so whoever waits on the chord learns why.
+ */
+export async function failChord(app: CanvasApp, backend: ResultBackend, callback: AnySignature, error: ChordError, log: (message: string) => void): Promise<void> {
+  const bodyId = callback.id ?? (callback instanceof Chain ? callback.tasks[callback.tasks.length - 1]?.id : undefined);
+  const errbacks = callback.options['link_error'];
+  for (const errback of Array.isArray(errbacks) ? errbacks : []) {
+    try {
+      const signature = errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app);
+      await signature.applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId } : {});
+    } catch (sendError) {
+      log(`Could not send the errback of chord body ${callback.task}: ${describe(sendError)}`);
+    }
+  }
+  if (!bodyId) return;
+  try {
+    await backend.store(
+      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children: [], date_done: formatIsoDate(new Date()), task_id: bodyId },
+      { expiresMs: app.conf.resultExpires * 1000 },
+    );
+  } catch (storeError) {
+    log(`Could not store the failure of chord body ${callback.task}[${bodyId}]: ${describe(storeError)}`);
+  }
+}
+
+/** Python's `repr(exc)` of a stored exception: `ZeroDivisionError('division by zero')`. */
+export function exceptionRepr(info: unknown): string {
+  if (typeof info === 'object' && info !== null && typeof (info as { exc_type?: unknown }).exc_type === 'string') {
+    const { exc_type: type, exc_message: args } = info as { exc_type: string; exc_message?: unknown };
+    const list = Array.isArray(args) ? args : args === undefined || args === null ? [] : [args];
+    return `${type}(${list.map((arg) => pythonRepr(arg)).join(', ')})`;
+  }
+  return pythonRepr(info);
+}
+
+/** Python's `repr(exc)` of an error raised here. */
+export function errorRepr(error: unknown): string {
+  if (error instanceof TaskFailedError) return `${error.excType}(${error.excMessage.map((arg) => pythonRepr(arg)).join(', ')})`;
+  return exceptionRepr(exceptionInfo(error));
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

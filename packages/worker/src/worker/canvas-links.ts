@@ -1,0 +1,101 @@
+import type { TaskState } from '@kq/core';
+import type { AppContract } from '../app-contract';
+import { Group, onChordPartReturn, Signature, type AnySignature } from '../canvas/index';
+import type { Logger } from '../logger';
+import { formatIsoDate, type SignatureJson, type TaskMessage } from '../protocol/index';
+
+/*
+ * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,
+ * errbacks with its id, and its part of a chord. Every signature keeps all its options (queue, routing, priority,
+ * countdown...), and composite ones (group, chain, chord) are applied as what they are, so a kq worker forwards a
+ * Python canvas as a Python worker would. Nothing here throws: the task already finished; failures are logged.
+ */
+
+/** Sends the callbacks (`link`) and the next chain step with the task's return value. */
+export async function sendCallbacks(app: AppContract, log: Logger, message: TaskMessage, value: unknown): Promise<void> {
+  const parent = { parent_id: message.id, root_id: message.rootId ?? message.id };
+  const callbacks = message.callbacks ?? [];
+  try {
+    if (callbacks.length > 1) {
+      // Several callbacks: groups applied each on their own, the plain ones together as one group (Celery #1936).
+      const plain: AnySignature[] = [];
+      for (const json of callbacks) {
+        const signature = Signature.fromJSON(json, app);
+        if (signature instanceof Group) await signature.applyWire([value], {}, parent);
+        else plain.push(signature);
+      }
+      if (plain.length > 0) await new Group(plain, {}, app).applyWire([value], {}, parent);
+    } else if (callbacks.length === 1) {
+      await Signature.fromJSON(callbacks[0] as SignatureJson, app).applyWire([value], {}, parent);
+    }
+    const chain = message.chain;
+    if (chain && chain.length > 0) {
+      const next = Signature.fromJSON(chain[chain.length - 1] as SignatureJson, app);
+      await next.applyWire([value], {}, { ...parent, chain: chain.slice(0, -1) });
+    }
+  } catch (error) {
+    log.error(`Could not send the callbacks of ${message.name}[${message.id}]: ${describe(error)}`);
+  }
+}
+
+/** Sends the errbacks (`link_error`) with the failed task's id, as one group (Celery's old-style errbacks). */
+export async function sendErrbacks(app: AppContract, log: Logger, message: TaskMessage): Promise<void> {
+  const errbacks = message.errbacks ?? [];
+  if (errbacks.length === 0) return;
+  try {
+    const signatures = errbacks.map((json) => Signature.fromJSON(json, app));
+    await new Group(signatures, {}, app).applyWire([message.id], {}, { parent_id: message.id, root_id: message.rootId ?? message.id });
+  } catch (error) {
+    log.error(`Could not send the errbacks of ${message.name}[${message.id}]: ${describe(error)}`);
+  }
+}
+
+/** Records the task's part of its chord (when it is in one); the last part sends the chord's body. */
+export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown): Promise<void> {
+  if (!message.chord || !message.group) return;
+  try {
+    await onChordPartReturn(app, { id: message.id, group: message.group, groupIndex: message.groupIndex, chord: message.chord }, state, result, (line) => log.error(line));
+  } catch (error) {
+    log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describe(error)}`);
+  }
+}
+
+/**
+ * Celery's `mark_as_failure` for the rest of a chain: the steps that will now never run are stored with the same
+ * failure (so a caller waiting on the chain's last result learns of it), and a step that was a chord's part records
+ * its part, so the chord does not wait forever.
+ */
+export async function failRemainingChain(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, info: unknown, traceback: string | null): Promise<void> {
+  const chain = message.chain ?? [];
+  if (chain.length === 0) return;
+  const backend = await app.backend().catch(() => null);
+  for (const step of chain) {
+    const options = step.options ?? {};
+    const taskId = typeof options['task_id'] === 'string' ? options['task_id'] : undefined;
+    try {
+      if (backend && taskId && (state === 'FAILURE' || state === 'REVOKED')) {
+        await backend.store(
+          { status: state, result: info, traceback, children: [], date_done: formatIsoDate(new Date()), task_id: taskId },
+          { expiresMs: app.conf.resultExpires * 1000 },
+        );
+      }
+      const chord = options['chord'];
+      const groupId = typeof options['group_id'] === 'string' ? options['group_id'] : null;
+      if (taskId && chord && typeof chord === 'object') {
+        await onChordPartReturn(
+          app,
+          { id: taskId, group: groupId, groupIndex: typeof options['group_index'] === 'number' ? options['group_index'] : null, chord: chord as SignatureJson },
+          state,
+          info,
+          (line) => log.error(line),
+        );
+      }
+    } catch (error) {
+      log.error(`Could not fail chain step ${step.task}[${taskId ?? '?'}] after ${message.name}[${message.id}]: ${describe(error)}`);
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
