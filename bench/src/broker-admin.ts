@@ -3,6 +3,7 @@
 // the runner's word.
 import { connect, type Channel, type ChannelModel } from 'amqplib';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import type { SystemId } from './systems';
 
 /** What a queue still holds: waiting messages, deliveries taken but not acked, and failed jobs. */
@@ -36,6 +37,19 @@ export class RedisAdmin {
   async version(): Promise<string> {
     const info = await this.#redis.info('server');
     return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+  }
+
+  /** Zeroes Redis's command statistics (`CONFIG RESETSTAT`), so the next reading is one case's. */
+  async resetStats(): Promise<void> {
+    await this.#redis.config('RESETSTAT');
+  }
+
+  /** CPU Redis spent running commands since the last reset, µs (the sum of `INFO commandstats` usec). */
+  async commandUsec(): Promise<number> {
+    const info = await this.#redis.info('commandstats');
+    let total = 0;
+    for (const match of info.matchAll(/usec=(\d+)/g)) total += Number(match[1]);
+    return total;
   }
 
   /** FLUSHDB of the benchmark's database only (never FLUSHALL). */
@@ -129,5 +143,76 @@ export class AmqpAdmin {
       if (/NOT_FOUND|404/.test(String(error))) return undefined;
       throw error;
     }
+  }
+}
+
+/**
+ * The benchmark's PostgreSQL database (created if missing, as Redis gets a database of its own): purges a case's
+ * queue and counts what is left in Kombu's `kombu_message` table, visible (queued) or claimed (unacked).
+ */
+export class PostgresAdmin {
+  readonly #client: pg.Client;
+
+  private constructor(client: pg.Client) {
+    this.#client = client;
+  }
+
+  static async open(url: string): Promise<PostgresAdmin> {
+    const database = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+    if (database === '' || database === 'postgres') {
+      throw new Error(`The benchmark deletes rows in its PostgreSQL database; give it one of its own, e.g. --postgres-url postgresql://postgres@127.0.0.1:5432/kqbench (got ${url}).`);
+    }
+    try {
+      return await PostgresAdmin.#connect(url);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: no such database
+      const server = new URL(url);
+      server.pathname = '/postgres';
+      const admin = new pg.Client({ connectionString: server.toString() });
+      await admin.connect();
+      try {
+        await admin.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
+      } finally {
+        await admin.end();
+      }
+      return PostgresAdmin.#connect(url);
+    }
+  }
+
+  static async #connect(url: string): Promise<PostgresAdmin> {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+    client.on('error', () => undefined); // surfaced by the queries that fail
+    await client.connect();
+    return new PostgresAdmin(client);
+  }
+
+  async version(): Promise<string> {
+    const { rows } = await this.#client.query<{ server_version: string }>('SHOW server_version');
+    return rows[0]?.server_version ?? 'unknown';
+  }
+
+  /** Deletes the case's messages (the tables are made by kq on first use; none yet is fine). */
+  async purge(queue: string): Promise<void> {
+    if (!(await this.#tablesExist())) return;
+    await this.#client.query('DELETE FROM kombu_message WHERE queue_id IN (SELECT id FROM kombu_queue WHERE name = $1)', [queue]);
+  }
+
+  async leftover(queue: string): Promise<Leftover> {
+    if (!(await this.#tablesExist())) return { queued: 0, unacked: 0, failed: 0 };
+    const { rows } = await this.#client.query<{ queued: string; unacked: string }>(
+      `SELECT count(*) FILTER (WHERE m.visible) AS queued, count(*) FILTER (WHERE NOT m.visible) AS unacked
+         FROM kombu_message m JOIN kombu_queue q ON q.id = m.queue_id WHERE q.name = $1`,
+      [queue],
+    );
+    return { queued: Number(rows[0]?.queued ?? 0), unacked: Number(rows[0]?.unacked ?? 0), failed: 0 };
+  }
+
+  async close(): Promise<void> {
+    await this.#client.end().catch(() => undefined);
+  }
+
+  async #tablesExist(): Promise<boolean> {
+    const { rows } = await this.#client.query<{ exists: boolean }>("SELECT to_regclass('kombu_message') IS NOT NULL AS exists");
+    return rows[0]?.exists === true;
   }
 }

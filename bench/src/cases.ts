@@ -123,6 +123,11 @@ export function allCases(): BenchCase[] {
     make('amqp', 'W3', 'kq', { label: 'kq (rpc:// results)' }),
     make('amqp', 'W3', 'celery-node', { label: 'celery.node (polls every 5 ms)' }),
     make('amqp', 'W3', 'raw-amqplib', { label: 'raw amqplib, reply queue' }),
+    // PostgreSQL: kq only (no peer queue speaks Kombu's SQLAlchemy tables from Node); next to Redis and RabbitMQ.
+    ...enqueueCases('postgres', ['kq'], { kq: `sendTasks(${BATCH})` }),
+    make('postgres', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
+    make('postgres', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
+    make('postgres', 'W3', 'kq', { label: 'kq (PostgreSQL results)' }),
   ];
 }
 

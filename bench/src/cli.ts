@@ -14,6 +14,7 @@ export interface BenchOptions {
   runs: number;
   redisUrl: string;
   amqpUrl: string;
+  postgresUrl: string;
   /** Write bench/RESULTS.md and bench/results.svg (full runs only). */
   write: boolean;
   /** Also run the standalone transport/pool benchmarks in src/ and append their output. */
@@ -24,7 +25,7 @@ export interface BenchOptions {
 export const USAGE = `Usage: pnpm bench [-- flags]        (from the repository root; or: cd bench && pnpm start -- flags)
 
   --smoke              every case once with N = 200, checking completeness only (CI); writes nothing
-  --only redis|amqp    one broker's cases
+  --only redis|amqp|postgres  one broker's cases
   --systems a,b,...    ${SYSTEM_IDS.join(', ')} (also: celery, bee, raw)
   --workloads W1,W2,W3 which workloads (default all)
   --n N                tasks per enqueue/drain run (default 20000)
@@ -32,6 +33,8 @@ export const USAGE = `Usage: pnpm bench [-- flags]        (from the repository r
   --runs N             runs per case, median/min/max reported (default 3)
   --redis-url URL      a Redis database the benchmark may FLUSHDB (default redis://127.0.0.1:6379/15)
   --amqp-url URL       RabbitMQ (default amqp://guest:guest@127.0.0.1:5672)
+  --postgres-url URL   a PostgreSQL database of the benchmark's own, created if missing (default
+                       postgresql://postgres@127.0.0.1:5432/kqbench)
   --no-write           do not write RESULTS.md / results.svg
   --extras             also run src/redis-transport-bench.ts, amqp-transport-bench.ts, pool-bench.ts (those that
                        exist) and append their output to RESULTS.md
@@ -52,6 +55,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       runs: { type: 'string' },
       'redis-url': { type: 'string' },
       'amqp-url': { type: 'string' },
+      'postgres-url': { type: 'string' },
       'no-write': { type: 'boolean', default: false },
       extras: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -60,10 +64,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   });
   const smoke = values.smoke === true;
   const only = values.only;
-  if (only !== undefined && only !== 'redis' && only !== 'amqp') throw new Error(`--only takes redis or amqp, not "${only}".`);
+  if (only !== undefined && only !== 'redis' && only !== 'amqp' && only !== 'postgres') throw new Error(`--only takes redis, amqp or postgres, not "${only}".`);
   return {
     smoke,
-    brokers: only ? [only] : ['redis', 'amqp'],
+    brokers: only ? [only] : ['redis', 'amqp', 'postgres'],
     systems: values.systems === undefined ? null : parseSystems(values.systems),
     workloads: values.workloads === undefined ? ['W1', 'W2', 'W3'] : parseWorkloads(values.workloads),
     n: positive('--n', values.n, smoke ? 200 : 20_000),
@@ -71,6 +75,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     runs: positive('--runs', values.runs, smoke ? 1 : 3),
     redisUrl: values['redis-url'] ?? process.env['KQBENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379/15',
     amqpUrl: values['amqp-url'] ?? process.env['KQBENCH_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672',
+    postgresUrl: values['postgres-url'] ?? process.env['KQBENCH_POSTGRES_URL'] ?? 'postgresql://postgres@127.0.0.1:5432/kqbench',
     write: !smoke && values['no-write'] !== true,
     extras: !smoke && values.extras === true,
     help: values.help === true,

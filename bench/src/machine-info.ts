@@ -17,6 +17,7 @@ export interface MachineInfo {
   node: string;
   redis: string;
   rabbitmq: string;
+  postgres: string;
   python: string;
   kq: string;
   packages: Record<string, string>;
@@ -26,7 +27,7 @@ export interface MachineInfo {
 
 const PEER_PACKAGES = ['bullmq', 'bee-queue', 'celery-node', 'ioredis', 'amqplib', 'tsx'];
 
-export async function collectMachineInfo(versions: { redis: string; rabbitmq: string }): Promise<MachineInfo> {
+export async function collectMachineInfo(versions: { redis: string; rabbitmq: string; postgres: string }): Promise<MachineInfo> {
   const cpus = os.cpus();
   const packages: Record<string, string> = {};
   for (const name of PEER_PACKAGES) packages[name] = await packageVersion(name);
@@ -39,6 +40,7 @@ export async function collectMachineInfo(versions: { redis: string; rabbitmq: st
     node: process.version,
     redis: versions.redis,
     rabbitmq: versions.rabbitmq,
+    postgres: versions.postgres,
     python: await pythonVersions(),
     kq: await kqRevision(),
     packages,

@@ -6,7 +6,7 @@
 //   pnpm bench -- --help            flags (--only, --systems, --workloads, --n, --runs, ...)
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AmqpAdmin, RedisAdmin } from './broker-admin';
+import { AmqpAdmin, PostgresAdmin, RedisAdmin } from './broker-admin';
 import { selectCases, WORKLOAD_TITLES, type BenchCase } from './cases';
 import { parseOptions, USAGE, type BenchOptions } from './cli';
 import { collectMachineInfo, loadAverage } from './machine-info';
@@ -42,7 +42,13 @@ async function main(): Promise<number> {
   const needsRedis = cases.some((c) => c.broker === 'redis' || (c.system === 'celery-node' && c.workload === 'W2'));
   const redis = needsRedis ? await openOrSkip('Redis', () => RedisAdmin.open(options.redisUrl)) : null;
   const amqp = cases.some((c) => c.broker === 'amqp') ? await openOrSkip('RabbitMQ', () => AmqpAdmin.open(options.amqpUrl)) : null;
-  cases = cases.filter((c) => (c.broker === 'redis' || (c.system === 'celery-node' && c.workload === 'W2') ? redis !== null : true) && (c.broker === 'amqp' ? amqp !== null : true));
+  const postgres = cases.some((c) => c.broker === 'postgres') ? await openOrSkip('PostgreSQL', () => PostgresAdmin.open(options.postgresUrl)) : null;
+  cases = cases.filter(
+    (c) =>
+      (c.broker === 'redis' || (c.system === 'celery-node' && c.workload === 'W2') ? redis !== null : true) &&
+      (c.broker === 'amqp' ? amqp !== null : true) &&
+      (c.broker === 'postgres' ? postgres !== null : true),
+  );
   if (cases.some((c) => c.system === 'python-celery') && !(await pythonCeleryAvailable())) {
     cases = cases.filter((c) => c.system !== 'python-celery');
   }
@@ -51,16 +57,17 @@ async function main(): Promise<number> {
     return 1;
   }
 
-  const machine = options.write ? await collectMachineInfo({ redis: (await redis?.version()) ?? 'not used', rabbitmq: amqp?.version ?? 'not used' }) : null;
+  const machine = options.write ? await collectMachineInfo({ redis: (await redis?.version()) ?? 'not used', rabbitmq: amqp?.version ?? 'not used', postgres: (await postgres?.version()) ?? 'not used' }) : null;
   const settings: RunSettings = {
     n: options.n,
     roundTrips: options.roundTrips,
     batch: BATCH,
-    urls: { redis: options.redisUrl, amqp: options.amqpUrl },
+    urls: { redis: options.redisUrl, amqp: options.amqpUrl, postgres: options.postgresUrl },
     // Generous: celery.node's awaited publish to RabbitMQ (a queue declaration per message) runs at ~100/s on a busy machine.
     stepTimeoutMs: options.smoke ? 30_000 : 60_000 + options.n * 30 + options.roundTrips * 30,
     redis,
     amqp,
+    postgres,
   };
   process.stdout.write(
     options.smoke
@@ -73,7 +80,7 @@ async function main(): Promise<number> {
     if (options.smoke) {
       // Nothing is timed, so the Redis and RabbitMQ cases run side by side (each broker's cases still one at a time).
       const lanes = await Promise.all(
-        (['redis', 'amqp'] as const).map(async (broker) => {
+        (['redis', 'amqp', 'postgres'] as const).map(async (broker) => {
           const lane: CaseOutcome[] = [];
           for (const c of cases.filter((candidate) => candidate.broker === broker)) lane.push(await runAll(c, options, settings));
           return lane;
@@ -87,6 +94,7 @@ async function main(): Promise<number> {
     await redis?.flush().catch(() => undefined);
     await redis?.close();
     await amqp?.close();
+    await postgres?.close();
   }
 
   const extras = options.extras
@@ -189,11 +197,16 @@ async function runOnce(outcome: CaseOutcome, run: number, options: BenchOptions,
 }
 
 function describe(c: BenchCase): string {
-  return `${c.broker === 'redis' ? 'Redis' : 'RabbitMQ'} ${WORKLOAD_TITLES[c.workload]}: ${c.label}`;
+  return `${{ redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' }[c.broker]} ${WORKLOAD_TITLES[c.workload]}: ${c.label}`;
 }
 
 function show(measurement: RunMeasurement): string {
-  return measurement.kind === 'rate' ? `${formatRate(measurement.perSecond)} tasks/s` : `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms`;
+  if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms`;
+  const cpu = [
+    measurement.workerCpuUs === undefined ? '' : `worker ${measurement.workerCpuUs.toFixed(1)} µs/task`,
+    measurement.redisCpuUs === undefined ? '' : `Redis ${measurement.redisCpuUs.toFixed(1)} µs/task`,
+  ].filter(Boolean);
+  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}`;
 }
 
 /** The command that reproduces this run, as typed at the repository root. */

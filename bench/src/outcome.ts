@@ -17,21 +17,35 @@ export interface CaseOutcome {
  * A case's headline numbers over its successful runs: throughput for W1/W2 (tasks/s), p50 and p99 for W3 (ms).
  * Null when no run succeeded. (Reports flag cases where some runs failed.)
  */
-export type CaseFigures = { kind: 'rate'; rate: Summary } | { kind: 'latency'; p50: Summary; p99: Summary };
+export type CaseFigures =
+  | { kind: 'rate'; rate: Summary; workerCpuUs: Summary | null; redisCpuUs: Summary | null }
+  | { kind: 'latency'; p50: Summary; p99: Summary };
 
 export function figures(outcome: CaseOutcome): CaseFigures | null {
   if (outcome.runs.length === 0) return null;
   const rates: number[] = [];
+  const workerCpu: number[] = [];
+  const redisCpu: number[] = [];
   const p50s: number[] = [];
   const p99s: number[] = [];
   for (const run of outcome.runs) {
-    if (run.kind === 'rate') rates.push(run.perSecond);
-    else {
+    if (run.kind === 'rate') {
+      rates.push(run.perSecond);
+      if (run.workerCpuUs !== undefined) workerCpu.push(run.workerCpuUs);
+      if (run.redisCpuUs !== undefined) redisCpu.push(run.redisCpuUs);
+    } else {
       p50s.push(run.p50);
       p99s.push(run.p99);
     }
   }
-  if (rates.length > 0) return { kind: 'rate', rate: summarize(rates) };
+  if (rates.length > 0) {
+    return {
+      kind: 'rate',
+      rate: summarize(rates),
+      workerCpuUs: workerCpu.length > 0 ? summarize(workerCpu) : null,
+      redisCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
+    };
+  }
   return { kind: 'latency', p50: summarize(p50s), p99: summarize(p99s) };
 }
 

@@ -5,7 +5,7 @@
 // else a runner prints is kept only to explain a failure. The runner's stdin stays open while the orchestrator lives
 // (a runner exits when it closes) and carries `GO` to the runners that wait for it (`drain`, `roundtrip`).
 
-export type BrokerKind = 'redis' | 'amqp';
+export type BrokerKind = 'redis' | 'amqp' | 'postgres';
 
 /**
  * A runner's job:
@@ -53,6 +53,8 @@ export interface DrainResult {
   processed: number;
   /** Distinct task indexes seen; must equal n. */
   distinct: number;
+  /** CPU (user + system) the worker process used while draining, µs — every thread of it. */
+  cpuUs?: number;
 }
 
 export interface RoundTripResult {

@@ -1,7 +1,8 @@
 // One run of one case: clean broker state, the runner processes the workload needs, the measurement, and the
 // completeness checks (nothing lost, nothing left unacked) — all read back from the broker.
+import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AmqpAdmin, Leftover, RedisAdmin } from './broker-admin';
+import type { AmqpAdmin, Leftover, PostgresAdmin, RedisAdmin } from './broker-admin';
 import { queueName, type BenchCase } from './cases';
 import { READY_LINE, STARTING_PREFIX, celeryNodeTaskId, type DrainResult, type Role, type RunnerResult, type RunnerSpec } from './protocol';
 import { RunnerProcess } from './runner-process';
@@ -14,15 +15,25 @@ export interface RunSettings {
   /** Sequential round trips per W3 run. */
   roundTrips: number;
   batch: number;
-  urls: { redis: string; amqp: string };
+  urls: { redis: string; amqp: string; postgres: string };
   /** Longest a single step (fill, drain, the round trips...) may take. */
   stepTimeoutMs: number;
   redis: RedisAdmin | null;
   amqp: AmqpAdmin | null;
+  postgres: PostgresAdmin | null;
 }
 
 /** What one run measured: a rate (W1, W2) or latency percentiles (W3). */
-export type RunMeasurement = { kind: 'rate'; perSecond: number } | { kind: 'latency'; p50: number; p99: number };
+export type RunMeasurement =
+  | {
+      kind: 'rate';
+      perSecond: number;
+      /** W2: CPU of the worker process(es) per task, µs. */
+      workerCpuUs?: number;
+      /** W2 on Redis: Redis's command CPU per task, µs (`INFO commandstats`). */
+      redisCpuUs?: number;
+    }
+  | { kind: 'latency'; p50: number; p99: number };
 
 /** A failed completeness check or a runner that misbehaved: the message says what and where. */
 export class RunFailure extends Error {
@@ -71,6 +82,8 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
   if (fill.published !== settings.n) throw new RunFailure(`${c.label}: the fill published ${fill.published} of ${settings.n} tasks.`);
   await waitForQueued(c, settings, settings.n, 'before the worker started');
 
+  const redis = c.broker === 'redis' ? settings.redis : null;
+  await redis?.resetStats();
   let result: DrainResult;
   if (early) {
     early.go();
@@ -80,6 +93,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     result = await drainWatchedAtBroker(c, settings, worker);
     await worker.stop();
   }
+  const redisUsec = redis ? await redis.commandUsec() : null;
 
   if (result.distinct !== settings.n) {
     throw new RunFailure(`${c.label}: ${settings.n - result.distinct} of ${settings.n} tasks never completed (lost).`);
@@ -91,7 +105,12 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
   if (left.queued !== 0 || left.unacked !== 0 || left.failed !== 0) {
     throw new RunFailure(`${c.label}: after the drain the broker still holds ${describeLeftover(left)}.`);
   }
-  return { kind: 'rate', perSecond: settings.n / (result.elapsedMs / 1000) };
+  return {
+    kind: 'rate',
+    perSecond: settings.n / (result.elapsedMs / 1000),
+    ...(result.cpuUs === undefined ? {} : { workerCpuUs: result.cpuUs / settings.n }),
+    ...(redisUsec === null ? {} : { redisCpuUs: redisUsec / settings.n }),
+  };
 }
 
 /**
@@ -102,12 +121,18 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
 async function drainWatchedAtBroker(c: BenchCase, settings: RunSettings, worker: RunnerProcess): Promise<DrainResult> {
   const starting = await worker.waitForLine((line) => line.startsWith(STARTING_PREFIX), settings.stepTimeoutMs, 'starting');
   const startedAt = Number(starting.line.slice(STARTING_PREFIX.length));
+  // Python's worker reports nothing of its own: its CPU (prefork children included) is read from /proc.
+  const cpuAtStart = processTreeCpuUs(worker.pid);
   const deadline = Date.now() + settings.stepTimeoutMs;
   let emptySince: number | null = null;
   for (;;) {
     const left = await leftover(c, settings);
     if (left.queued === 0 && left.unacked === 0) {
-      if (emptySince !== null) return { kind: 'drain', elapsedMs: emptySince - startedAt, processed: settings.n, distinct: settings.n };
+      if (emptySince !== null) {
+        const cpuAtEnd = processTreeCpuUs(worker.pid);
+        const cpu = cpuAtStart !== null && cpuAtEnd !== null ? { cpuUs: cpuAtEnd - cpuAtStart } : {};
+        return { kind: 'drain', elapsedMs: emptySince - startedAt, processed: settings.n, distinct: settings.n, ...cpu };
+      }
       emptySince = Date.now();
     } else {
       emptySince = null;
@@ -133,7 +158,7 @@ async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Pro
 }
 
 function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): RunnerSpec {
-  const url = c.broker === 'redis' ? settings.urls.redis : settings.urls.amqp;
+  const url = settings.urls[c.broker];
   return {
     role,
     broker: c.broker,
@@ -150,13 +175,13 @@ function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): Ru
 }
 
 /**
- * Round trips store results where Celery users would: the Redis backend next to a Redis broker, rpc:// (replies over
+ * Round trips store results where Celery users would: the Redis backend next to a Redis broker, the PostgreSQL one next to PostgreSQL, rpc:// (replies over
  * the broker) next to RabbitMQ — celery.node has no rpc://; its amqp:// backend is the same idea. Drains store none,
  * except celery.node's worker, which cannot run without a backend: it gets Redis, its cheaper one.
  */
 function backendFor(c: BenchCase, role: Role, settings: RunSettings): string | null {
   if (role === 'serve' || role === 'roundtrip') {
-    if (c.broker === 'redis') return settings.urls.redis;
+    if (c.broker === 'redis' || c.broker === 'postgres') return settings.urls[c.broker];
     return c.system === 'kq' ? 'rpc://' : settings.urls.amqp;
   }
   if (role === 'drain' && c.system === 'celery-node') return settings.urls.redis;
@@ -167,6 +192,9 @@ async function reset(c: BenchCase, settings: RunSettings): Promise<void> {
   if (c.broker === 'redis') {
     if (!settings.redis) throw new RunFailure('Redis is not connected.');
     await settings.redis.flush();
+  } else if (c.broker === 'postgres') {
+    if (!settings.postgres) throw new RunFailure('PostgreSQL is not connected.');
+    await settings.postgres.purge(queueName(c));
   } else {
     if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
     await settings.amqp.purge(queueName(c));
@@ -177,6 +205,10 @@ async function leftover(c: BenchCase, settings: RunSettings): Promise<Leftover> 
   if (c.broker === 'redis') {
     if (!settings.redis) throw new RunFailure('Redis is not connected.');
     return settings.redis.leftover(c.system, queueName(c));
+  }
+  if (c.broker === 'postgres') {
+    if (!settings.postgres) throw new RunFailure('PostgreSQL is not connected.');
+    return settings.postgres.leftover(queueName(c));
   }
   if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
   return settings.amqp.leftover(queueName(c));
@@ -201,3 +233,40 @@ function expect<K extends RunnerResult['kind']>(result: RunnerResult, kind: K, c
   if (result.kind !== kind) throw new RunFailure(`${c.label}: expected a ${kind} result, got ${result.kind}.`);
   return result as Extract<RunnerResult, { kind: K }>;
 }
+
+/** User + system CPU of a process and its descendants, µs, from /proc (Linux); null where /proc cannot tell. */
+function processTreeCpuUs(root: number | undefined): number | null {
+  if (root === undefined) return null;
+  let ticks: number;
+  try {
+    const stats = new Map<number, { parent: number; cpu: number }>();
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        stats.set(pid, { parent: Number(fields[1]), cpu: Number(fields[11]) + Number(fields[12]) });
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const tree = new Set([root]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [pid, { parent }] of stats) {
+        if (tree.has(parent) && !tree.has(pid)) {
+          tree.add(pid);
+          grew = true;
+        }
+      }
+    }
+    ticks = [...tree].reduce((sum, pid) => sum + (stats.get(pid)?.cpu ?? 0), 0);
+  } catch {
+    return null;
+  }
+  return (ticks / CLOCK_TICKS_PER_SECOND) * 1e6;
+}
+
+/** Linux's USER_HZ, which /proc reports CPU time in. */
+const CLOCK_TICKS_PER_SECOND = 100;

@@ -43,7 +43,7 @@ export const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
 const PYTHON_DIR = fileURLToPath(new URL('../python', import.meta.url));
 const REPO_TSCONFIG = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
 const RUNNERS_TSCONFIG = fileURLToPath(new URL('../tsconfig.runners.json', import.meta.url));
-const BUILT_PACKAGES = ['core', 'redis', 'amqp', 'worker'].map((name) => fileURLToPath(new URL(`../../packages/${name}/dist/index.js`, import.meta.url)));
+const BUILT_PACKAGES = ['core', 'redis', 'amqp', 'postgres', 'worker'].map((name) => fileURLToPath(new URL(`../../packages/${name}/dist/index.js`, import.meta.url)));
 
 /**
  * Whether runners load kq as built (packages/dist, tsup's output: what users install and run) or from the

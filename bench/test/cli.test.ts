@@ -4,8 +4,9 @@ import { parseOptions } from '../src/cli';
 describe('parseOptions', () => {
   it('defaults to the full run the issue describes', () => {
     const options = parseOptions([]);
-    expect(options).toMatchObject({ smoke: false, brokers: ['redis', 'amqp'], systems: null, n: 20_000, roundTrips: 1000, runs: 3, write: true });
+    expect(options).toMatchObject({ smoke: false, brokers: ['redis', 'amqp', 'postgres'], systems: null, n: 20_000, roundTrips: 1000, runs: 3, write: true });
     expect(options.redisUrl).toMatch(/\/15$/);
+    expect(options.postgresUrl).toMatch(/\/kqbench$/);
   });
 
   it('--smoke runs everything once with N = 200 and writes nothing', () => {
@@ -22,7 +23,7 @@ describe('parseOptions', () => {
   });
 
   it('says what is wrong with a bad flag value', () => {
-    expect(() => parseOptions(['--only', 'kafka'])).toThrow(/--only takes redis or amqp/);
+    expect(() => parseOptions(['--only', 'kafka'])).toThrow(/--only takes redis, amqp or postgres/);
     expect(() => parseOptions(['--systems', 'sidekiq'])).toThrow(/Unknown system "sidekiq"/);
     expect(() => parseOptions(['--n', '0'])).toThrow(/--n takes a whole number/);
     expect(() => parseOptions(['--workloads', 'W4'])).toThrow(/Unknown workload "W4"/);

@@ -24,7 +24,7 @@ const outcomes: CaseOutcome[] = [
   rate('redis.W1.bee-queue.awaited', 9_000, 10_000, 11_000),
   rate('redis.W1.kq.bulk', 90_000),
   rate('redis.W1.bullmq.bulk', 100_000),
-  rate('redis.W2.kq.c100', 60_000),
+  { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, redisCpuUs: 12.5 }], failures: [] },
   rate('redis.W2.kq.c1', 10_000),
   rate('redis.W2.bee-queue.c100', 25_000),
   { ...rate('redis.W2.bee-queue.c1', 5_000, 7_000), failures: ['bee-queue, concurrency 1 [drain, redis] exited with code 1 before reporting a result.'] },
@@ -44,6 +44,7 @@ const machine: MachineInfo = {
   node: 'v20.0.0',
   redis: '7.0.15',
   rabbitmq: '3.10.8',
+  postgres: '15.19',
   python: 'Python 3.11.2, celery 5.2.6, kombu 5.2.4',
   kq: 'abc1234',
   packages: { bullmq: '6.7.0' },
@@ -83,7 +84,10 @@ describe('renderMarkdown', () => {
   it('has a table per workload with median, min, max and kq’s ratio to each row', () => {
     expect(markdown).toContain('### W1 enqueue');
     expect(markdown).toContain('| bee-queue, awaited | 10,000 | 9,000 | 11,000 | 1.60× |');
-    expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× |');
+    expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× | — | — |');
+    // Drains show the worker's and Redis's CPU per task where they were measured.
+    expect(markdown).toContain('| worker CPU µs/task | Redis CPU µs/task |');
+    expect(markdown).toMatch(/\| \*\*kq, concurrency 100\*\* \| 60,000 .*\| 31\.3 \| 12\.5 \|/);
     expect(markdown).toMatch(/\| bee-queue \| 0\.400 \| .* \| 1\.14× \| 0\.44× \|/);
   });
 

@@ -2,6 +2,7 @@
  * The worker under test, in a process of its own: acks-late tasks that record every start and finish in the ledger.
  * Configured by environment: FAULTS_BROKER, FAULTS_QUEUE, FAULTS_LEDGER, FAULTS_CONCURRENCY, FAULTS_SHUTDOWN_TIMEOUT.
  */
+import { Queue } from '@kq/core';
 import { App, Logger } from '@kq/worker';
 import { Ledger } from './ledger';
 
@@ -12,12 +13,19 @@ const env = (name: string): string => {
 };
 
 const ledger = new Ledger(env('FAULTS_LEDGER'));
+const queueArguments = JSON.parse(process.env['FAULTS_QUEUE_ARGUMENTS'] ?? '{}') as Record<string, unknown>;
 const app = new App('faults', {
   broker: env('FAULTS_BROKER'),
   taskDefaultQueue: env('FAULTS_QUEUE'),
+  ...(Object.keys(queueArguments).length > 0 ? { taskQueues: [new Queue(env('FAULTS_QUEUE'), { durable: true, arguments: queueArguments })] } : {}),
   controlExchange: `${env('FAULTS_QUEUE')}.ctl`,
   // Short leases so a crashed worker's tasks come back within the scenario; retries that outlast a broker restart.
-  brokerTransportOptions: { leaseMs: 3000, sweepIntervalMs: 500, logger: { warn: () => undefined } },
+  brokerTransportOptions: {
+    ...(JSON.parse(process.env['FAULTS_TRANSPORT_OPTIONS'] ?? '{}') as Record<string, unknown>),
+    leaseMs: 3000,
+    sweepIntervalMs: 500,
+    logger: { warn: () => undefined },
+  },
   taskPublishRetryPolicy: { maxRetries: 200, intervalStart: 100, intervalStep: 100, intervalMax: 500 },
 });
 

@@ -1,14 +1,17 @@
 /**
  * `pnpm faults` runs every scenario on private Redis and RabbitMQ nodes and writes faults/RESULTS.md;
  * `pnpm faults:smoke` runs the short CI subset and exits non-zero on any failure.
- * Options: `--smoke`, `--broker redis|amqp`, `--scenario <name>[,<name>]`.
+ * Options: `--smoke`, `--broker redis|amqp|postgres|sentinel|rabbit-cluster`, `--scenario <name>[,<name>]`.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BrokerNode } from './brokers/broker-node';
+import { PostgresNode } from './brokers/postgres-node';
+import { RabbitCluster } from './brokers/rabbit-cluster';
 import { RabbitNode } from './brokers/rabbit-node';
 import { RedisNode } from './brokers/redis-node';
+import { SentinelNode } from './brokers/sentinel-node';
 import { resultTable, resultsDocument } from './report';
 import { runScenario, type ScenarioResult } from './runner';
 import { SCENARIOS } from './scenario';
@@ -20,6 +23,10 @@ const scenarios = SCENARIOS.filter((s) => (wanted ? wanted.includes(s.name) : !s
 const brokers: Array<() => BrokerNode> = [];
 if (!values.broker || values.broker === 'redis') brokers.push(() => new RedisNode(16_390 + Math.floor(Math.random() * 200)));
 if (!values.broker || values.broker === 'amqp') brokers.push(() => new RabbitNode(15_810 + Math.floor(Math.random() * 80)));
+if (!values.broker || values.broker === 'postgres') brokers.push(() => new PostgresNode(15_440 + Math.floor(Math.random() * 80)));
+if (!values.broker || values.broker === 'sentinel') brokers.push(() => new SentinelNode(16_600 + 5 * Math.floor(Math.random() * 40)));
+// Not in the smoke run: three RabbitMQ nodes take a minute to start and cluster.
+if ((!values.broker && !smoke) || values.broker === 'rabbit-cluster') brokers.push(() => new RabbitCluster(15_900 + 3 * Math.floor(Math.random() * 30)));
 
 const results: ScenarioResult[] = [];
 let current: BrokerNode | undefined;
@@ -35,7 +42,8 @@ try {
     current = make();
     console.log(`starting a private ${current.kind} node at ${current.url.replace(/\/\/[^@]*@/, '//')}`);
     await current.start();
-    for (const scenario of scenarios) {
+    const kind = current.kind;
+    for (const scenario of scenarios.filter((s) => (s.brokers ? s.brokers.includes(kind) : kind !== 'sentinel' && kind !== 'rabbit-cluster'))) {
       const started = Date.now();
       const result = await runScenario(scenario, current, smoke).catch(
         (error: unknown): ScenarioResult => ({
@@ -67,7 +75,7 @@ try {
 }
 
 console.log(`\n${resultTable(results)}`);
-if (!smoke && !wanted) {
+if (!smoke && !wanted && !values.broker) {
   const path = fileURLToPath(new URL('../RESULTS.md', import.meta.url));
   writeFileSync(path, resultsDocument(results, scenarios, smoke));
   console.log(`\nwrote ${path}`);

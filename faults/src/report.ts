@@ -7,7 +7,7 @@ export function resultTable(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) =>
     [
       r.scenario,
-      r.broker === 'amqp' ? 'RabbitMQ' : 'Redis',
+      ({ redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL', sentinel: 'Redis Sentinel', 'rabbit-cluster': 'RabbitMQ cluster (3 nodes, quorum queue)' } as Record<string, string>)[r.broker] ?? r.broker,
       r.sent,
       r.lost,
       r.duplicates,
@@ -31,7 +31,7 @@ export function resultsDocument(results: readonly ScenarioResult[], scenarios: r
     '# kq fault suite: results',
     '',
     `${smoke ? 'Smoke run' : 'Full run'} of \`pnpm faults${smoke ? ':smoke' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
-      `Node ${process.version}, ${cpus().length} CPUs. Private Redis (AOF, fsync always) and RabbitMQ nodes; acks-late tasks.`,
+      `Node ${process.version}, ${cpus().length} CPUs. Private Redis (AOF, fsync always), RabbitMQ, PostgreSQL (fsync on), Redis Sentinel and three-node RabbitMQ cluster setups; acks-late tasks.`,
     '',
     resultTable(results),
     '',

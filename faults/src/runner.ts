@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from '@kq/core';
 import { App } from '@kq/worker';
 import type { BrokerNode } from './brokers/broker-node';
 import { Ledger } from './ledger';
@@ -38,11 +39,19 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
   const dir = mkdtempSync(join(tmpdir(), 'kq-faults-'));
   const ledger = new Ledger(join(dir, 'ledger.log'));
   const queue = `faults.${scenario.name}.${randomUUID().slice(0, 8)}`;
-  const env = { FAULTS_BROKER: broker.url, FAULTS_QUEUE: queue, FAULTS_LEDGER: ledger.path, ...scenario.workerEnv };
+  const env = {
+    FAULTS_BROKER: broker.url,
+    FAULTS_QUEUE: queue,
+    FAULTS_LEDGER: ledger.path,
+    FAULTS_TRANSPORT_OPTIONS: JSON.stringify(broker.transportOptions ?? {}),
+    FAULTS_QUEUE_ARGUMENTS: JSON.stringify(broker.queueArguments ?? {}),
+    ...scenario.workerEnv,
+  };
   const producer = new App('faults-producer', {
     broker: broker.url,
     taskDefaultQueue: queue,
-    brokerTransportOptions: { logger: { warn: () => undefined } },
+    ...(broker.queueArguments ? { taskQueues: [new Queue(queue, { durable: true, arguments: broker.queueArguments })] } : {}),
+    brokerTransportOptions: { ...broker.transportOptions, logger: { warn: () => undefined } },
     taskPublishRetryPolicy: { maxRetries: 200, intervalStart: 100, intervalStep: 100, intervalMax: 500 },
   });
   const workers: WorkerHandle[] = [];
@@ -131,7 +140,9 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
   } finally {
     await Promise.all(workers.map((worker) => worker.kill()));
     await producer.close().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    // FAULTS_KEEP_LEDGER=1 keeps the ledger (every start and finish, with pid and time) to study a failure.
+    if (process.env['FAULTS_KEEP_LEDGER']) console.log(`ledger kept at ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 

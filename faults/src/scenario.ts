@@ -44,6 +44,8 @@ export interface Scenario {
   readonly everyTaskIsAFault?: boolean;
   /** Part of `pnpm faults:smoke` (CI). */
   readonly smoke: boolean;
+  /** The broker kinds it runs on; default every single-node kind (the Sentinel and cluster setups are for failover). */
+  readonly brokers?: readonly BrokerNode['kind'][];
   /** Smaller size for the smoke run. */
   readonly smokeTasks?: number;
   inject(context: FaultContext): Promise<void>;
@@ -66,6 +68,48 @@ async function stopAndReplace(context: FaultContext, signals: NodeJS.Signals[], 
 }
 
 export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'failover',
+    description:
+      'Sentinel: the master is killed (SIGKILL) mid-drain and the sentinels promote the replica; the worker follows the new master',
+    tasks: 600,
+    smokeTasks: 300,
+    taskMs: 40,
+    faultAfter: 50,
+    lastingFault: true,
+    smoke: true,
+    brokers: ['sentinel'],
+    async inject(context) {
+      context.mark();
+      await context.broker.failover?.();
+    },
+  },
+  {
+    name: 'node-kill',
+    description:
+      'RabbitMQ cluster of three with a quorum queue: the node the clients use first is killed (SIGKILL) mid-drain; they fail over to the others',
+    tasks: 600,
+    smokeTasks: 300,
+    taskMs: 40,
+    faultAfter: 50,
+    lastingFault: true,
+    smoke: false,
+    brokers: ['rabbit-cluster'],
+    async inject(context) {
+      context.mark();
+      await context.broker.failover?.();
+    },
+  },
+  {
+    name: 'sentinel-sigkill',
+    description: 'Sentinel: the worker is killed with SIGKILL mid-drain; a new one, reaching the master through the sentinels, takes over',
+    tasks: 300,
+    taskMs: 40,
+    faultAfter: 30,
+    smoke: false,
+    brokers: ['sentinel'],
+    inject: (context) => stopAndReplace(context, ['SIGKILL']),
+  },
   {
     name: 'sigkill',
     description: 'the worker is killed with SIGKILL mid-drain, three times; each time a new one takes over',

@@ -22,7 +22,7 @@ export interface ReportInput {
   extras?: readonly ExtraResult[];
 }
 
-const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ' };
+const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' };
 
 export function renderMarkdown(input: ReportInput): string {
   const { outcomes, machine } = input;
@@ -49,7 +49,7 @@ export function renderMarkdown(input: ReportInput): string {
   }
   out.push('');
 
-  for (const broker of ['redis', 'amqp'] as const) {
+  for (const broker of ['redis', 'amqp', 'postgres'] as const) {
     const mine = outcomes.filter((o) => o.case.broker === broker);
     if (mine.length === 0) continue;
     out.push(`## ${BROKER_TITLES[broker]}`, '');
@@ -88,6 +88,7 @@ export function renderMarkdown(input: ReportInput): string {
   out.push(`| Node.js | ${machine.node} |`);
   out.push(`| Redis | ${machine.redis} |`);
   out.push(`| RabbitMQ | ${machine.rabbitmq} |`);
+  out.push(`| PostgreSQL | ${machine.postgres} |`);
   out.push(`| Python | ${machine.python} (Debian's python3-celery) |`);
   out.push(`| kq | commit ${machine.kq}, ${input.kqBuilt === false ? 'TypeScript sources run with tsx' : 'built packages (tsup output)'} |`);
   out.push(`| peers | ${Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(', ')} |`);
@@ -130,17 +131,22 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   }
   const kq100 = kqReference(rows, (c) => c.concurrency === 100);
   const kq1 = kqReference(rows, (c) => c.concurrency === 1);
-  lines.push('| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × |', '|---|---:|---:|---:|---:|---:|');
+  // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
+  lines.push(
+    '| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | Redis CPU µs/task |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  );
   for (const outcome of rows) {
     const f = figures(outcome);
     if (!f || f.kind !== 'rate') {
-      lines.push(`| ${outcome.case.label} | failed | | | | |`);
+      lines.push(`| ${outcome.case.label} | failed | | | | | | |`);
       continue;
     }
     const self = outcome.case.system === 'kq';
     lines.push(
       `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
-        `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} |`,
+        `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} | ` +
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.redisCpuUs)} |`,
     );
   }
   return lines;
@@ -214,3 +220,8 @@ const METHOD = [
     'whose first run takes over 150 s runs once. The machine is shared with whatever else runs on it (see the load average ' +
     'below): numbers are comparable within one run, not across machines.',
 ];
+
+/** A per-task CPU median in µs, or — where it was not measured. */
+function formatMicros(value: { median: number } | null): string {
+  return value === null ? '—' : value.median >= 100 ? value.median.toFixed(0) : value.median.toFixed(1);
+}

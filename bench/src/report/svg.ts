@@ -24,7 +24,7 @@ const BAR = 15;
 const TITLE = 30;
 const GAP = 22;
 const COLOURS = { kq: '#d9480f', peer: '#4263eb', raw: '#adb5bd' } as const;
-const BROKERS: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ' };
+const BROKERS: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' };
 
 function tone(outcome: CaseOutcome): Bar['tone'] {
   if (outcome.case.system === 'kq') return 'kq';
@@ -66,7 +66,7 @@ function latencyPanel(outcomes: readonly CaseOutcome[], broker: BrokerKind): Pan
 
 export function renderSvg(outcomes: readonly CaseOutcome[], subtitle: string): string {
   const panels: Panel[] = [];
-  for (const broker of ['redis', 'amqp'] as const) {
+  for (const broker of ['redis', 'amqp', 'postgres'] as const) {
     panels.push(
       ...[
         ratePanel(outcomes, broker, 'W1', 'W1 enqueue, awaited one by one (tasks/s)', (o) => o.case.mode === 'awaited'),

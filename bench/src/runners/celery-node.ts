@@ -18,7 +18,7 @@ import { CompletionTracker, announceReady, awaitGo, inFlightBatches, measureRoun
 console.info = () => undefined;
 
 /** Result polling interval of round trips (ms), by broker. */
-const POLL_INTERVAL_MS = { redis: 1, amqp: 5 } as const;
+const POLL_INTERVAL_MS: Record<RunnerSpec["broker"], number> = { redis: 1, amqp: 5, postgres: 5 }; // celery.node never runs on PostgreSQL
 
 type Client = ReturnType<typeof createClient>;
 

@@ -21,7 +21,7 @@ function createApp(spec: RunnerSpec, backend: string | null): App {
  * under tsx that load (compiling TypeScript) would otherwise be timed as part of the drain.
  */
 async function preloadTransport(spec: RunnerSpec): Promise<void> {
-  await (spec.broker === 'redis' ? import('@kq/redis') : import('@kq/amqp'));
+  await (spec.broker === 'redis' ? import('@kq/redis') : spec.broker === 'amqp' ? import('@kq/amqp') : import('@kq/postgres'));
 }
 
 function createWorker(app: App, spec: RunnerSpec) {

@@ -1,8 +1,14 @@
 /** A broker instance of the suite's own, on its own port and data directory: never the shared one. */
 export interface BrokerNode {
-  readonly kind: 'redis' | 'amqp';
+  readonly kind: 'redis' | 'amqp' | 'postgres' | 'sentinel' | 'rabbit-cluster';
   /** The URL workers and producers use. */
   readonly url: string;
+  /** Transport options workers and producers need besides the URL (Sentinel: the master's name). */
+  readonly transportOptions?: Record<string, unknown>;
+  /** Arguments the task queue is declared with (a cluster: a quorum queue). */
+  readonly queueArguments?: Record<string, unknown>;
+  /** Replaces the primary with a standby (Sentinel: the master dies, a replica is promoted); where there is one. */
+  failover?(): Promise<void>;
   start(): Promise<void>;
   /** Kills the server outright (SIGKILL): its persisted data survives for the next start. */
   kill(): Promise<void>;

@@ -54,7 +54,7 @@ export class RabbitNode implements BrokerNode {
         ERL_FLAGS: '-kernel inet_dist_use_interface {127,0,0,1}',
       },
     });
-    await waitUntil(() => this.#ctl('await_startup', '--timeout', '2').then(() => true, () => false), 180_000, `RabbitMQ node ${this.nodeName}`);
+    await waitUntil(() => this.ctl('await_startup', '--timeout', '2').then(() => true, () => false), 180_000, `RabbitMQ node ${this.nodeName}`);
   }
 
   async kill(): Promise<void> {
@@ -69,7 +69,7 @@ export class RabbitNode implements BrokerNode {
     const child = this.#process;
     this.#process = undefined;
     if (child && child.exitCode === null) await new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    await waitUntil(() => this.#ctl('ping').then(() => false, () => true), 30_000, `${this.nodeName} to go`);
+    await waitUntil(() => this.ctl('ping').then(() => false, () => true), 30_000, `${this.nodeName} to go`);
   }
 
   pause(): void {
@@ -83,16 +83,16 @@ export class RabbitNode implements BrokerNode {
   }
 
   async killConnections(): Promise<number> {
-    const listing = await this.#ctl('list_connections', 'pid');
+    const listing = await this.ctl('list_connections', 'pid');
     const pids = listing.split('\n').map((line) => line.trim()).filter((line) => line.startsWith('<'));
-    for (const pid of pids) await this.#ctl('close_connection', pid, 'kq fault suite');
+    for (const pid of pids) await this.ctl('close_connection', pid, 'kq fault suite');
     return pids.length;
   }
 
   async destroy(): Promise<void> {
     try {
       this.resume();
-      await this.#ctl('stop');
+      await this.ctl('stop');
     } catch {
       await this.kill().catch(() => undefined);
     }
@@ -109,7 +109,8 @@ export class RabbitNode implements BrokerNode {
     }
   }
 
-  async #ctl(...args: string[]): Promise<string> {
+  /** Runs `rabbitmqctl` against this node. */
+  async ctl(...args: string[]): Promise<string> {
     const { stdout } = await run('rabbitmqctl', ['-q', '-n', this.nodeName, ...args], { timeout: 30_000 });
     return stdout;
   }
