@@ -5,7 +5,6 @@ import {
   Queue,
   StaleDeliveryError,
   decodeEnvelope,
-  encodeEnvelope,
   stableJson,
   type BindingRecord,
   type Claim,
@@ -19,6 +18,7 @@ import {
 } from '@kq/core';
 import pg from 'pg';
 import { AckBatcher } from './ack-batcher';
+import { InsertBatcher } from './insert-batcher';
 import { ReadyListener } from './ready-listener';
 import type { ResolvedPostgresOptions } from './postgres-options';
 import { migrate, tableNames, type TableNames } from './schema';
@@ -61,6 +61,7 @@ export class PostgresStore implements VirtualStore {
   #pool: pg.Pool | undefined;
   #listener: ReadyListener | undefined;
   #acks: AckBatcher | undefined;
+  #inserts: InsertBatcher | undefined;
   /**
    * The acks' own connections: an ack never waits behind claims and lease renewals, nor behind the previous batch's
    * commit (each waits for its WAL flush) — the time from a task's end to its ack being sent is the window in which a
@@ -119,13 +120,15 @@ export class PostgresStore implements VirtualStore {
     this.#pool = pool;
     this.#ackPool = ackPool;
     this.#acks = new AckBatcher(ackPool, this.tables);
+    this.#inserts = new InsertBatcher(pool, this.tables);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs);
     this.#sweepTimer.unref();
   }
 
   async close(): Promise<void> {
     this.#stopTimers();
-    await this.#acks?.flush();
+    await Promise.all([this.#acks?.flush(), this.#inserts?.flush()]);
+    this.#inserts = undefined;
     await this.#listener?.stop();
     const pool = this.#pool;
     const ackPool = this.#ackPool;
@@ -138,6 +141,7 @@ export class PostgresStore implements VirtualStore {
   terminate(): void {
     this.#stopTimers();
     void this.#listener?.stop();
+    this.#inserts = undefined;
     const pool = this.#pool;
     const ackPool = this.#ackPool;
     this.#pool = undefined;
@@ -272,22 +276,10 @@ export class PostgresStore implements VirtualStore {
     this.#nextDueAt = Math.min(this.#nextDueAt || dueAt, dueAt);
   }
 
-  /**
-   * Inserts rows as Kombu's `_put` does (creating the queue row when missing, as its `_get_or_create`), with kq's
-   * priority step; a delayed one is invisible until its due time.
-   */
-  async #insert(queue: string, messages: readonly StoredMessage[], priority: number, dueAt: number | null): Promise<void> {
-    if (messages.length === 0) return;
-    const t = this.tables;
-    await this.pool.query(
-      `WITH created AS (
-         INSERT INTO ${t.queue} (id, name) VALUES (nextval('queue_id_sequence'), $1) ON CONFLICT (name) DO NOTHING RETURNING id),
-       q AS (SELECT id FROM created UNION ALL SELECT id FROM ${t.queue} WHERE name = $1)
-       INSERT INTO ${t.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_due_at)
-       SELECT nextval('message_id_sequence'), $4::timestamptz IS NULL, NULL, payload, 1, (SELECT id FROM q LIMIT 1), $3, $4::timestamptz
-       FROM unnest($2::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY n`,
-      [queue, messages.map(encodeEnvelope), priority, dueAt === null ? null : new Date(dueAt)],
-    );
+  /** Inserts rows as Kombu's `_put` does, with kq's priority step; a delayed one is invisible until its due time. */
+  #insert(queue: string, messages: readonly StoredMessage[], priority: number, dueAt: number | null): Promise<void> {
+    if (!this.#inserts) return Promise.reject(new StaleDeliveryError('The PostgreSQL store is closed.'));
+    return this.#inserts.insert(queue, messages, priority, dueAt);
   }
 
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {

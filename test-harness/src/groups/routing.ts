@@ -154,6 +154,18 @@ export async function checkBatchPublish(context: ConformanceContext): Promise<vo
   await expectQueueHolds(context, direct, []);
 }
 
+/**
+ * Publishes made on one channel without waiting for each other land in the order they were made, as on an AMQP
+ * channel: a store that spreads them over pooled connections must still keep their order.
+ */
+export async function checkConcurrentPublishOrder(context: ConformanceContext): Promise<void> {
+  const queue = await context.declareQueue('in-order');
+  const channel = await context.channel();
+  const ids = messageIds('concurrent', 60);
+  await Promise.all(ids.map((id) => channel.publish('', queue, testMessage(id))));
+  await expectQueueHolds(context, queue, ids, { ordered: true });
+}
+
 export const routingGroup: ConformanceGroup = {
   name: 'routing',
   checks: [
@@ -175,6 +187,7 @@ export const routingGroup: ConformanceGroup = {
         (setup.capabilities.fanout === 'live' ? undefined : `transport reports fanout: ${String(setup.capabilities.fanout)}`),
     },
     { name: 'headers: x-match all and any', run: checkHeadersRouting, skipReason: needsExchangeType('headers') },
+    { name: 'concurrent publishes on one channel land in the order they were made', run: checkConcurrentPublishOrder },
     { name: 'a batch routes and orders as one publish each would', run: checkBatchPublish, skipReason: needsExchangeType('topic') },
   ],
 };

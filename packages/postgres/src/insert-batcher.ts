@@ -1,0 +1,94 @@
+import { encodeEnvelope, type StoredMessage } from '@kq/core';
+import type pg from 'pg';
+import type { TableNames } from './schema';
+
+interface PendingInsert {
+  queue: string;
+  messages: readonly StoredMessage[];
+  priority: number;
+  dueAt: number | null;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Inserts go out one statement at a time, in the order they were made: a message's id is its place in Kombu's
+ * order, and two inserts racing on two pooled connections would take ids in either order (a publish made before a
+ * batch could land after it). Inserts made while one is in flight are sent together as the next statement, so many
+ * concurrent publishers cost one round trip per batch, and a lone publisher never waits.
+ */
+export class InsertBatcher {
+  readonly #pool: pg.Pool;
+  readonly #tables: TableNames;
+  #pending: PendingInsert[] = [];
+  /** The running send loop, while there is one. */
+  #draining: Promise<void> | undefined;
+
+  constructor(pool: pg.Pool, tables: TableNames) {
+    this.#pool = pool;
+    this.#tables = tables;
+  }
+
+  insert(queue: string, messages: readonly StoredMessage[], priority: number, dueAt: number | null): Promise<void> {
+    if (messages.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.#pending.push({ queue, messages, priority, dueAt, resolve, reject });
+      this.#draining ??= this.#drain();
+    });
+  }
+
+  /** Resolves once every insert made so far has been answered. */
+  async flush(): Promise<void> {
+    await this.#draining;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending;
+        this.#pending = [];
+        try {
+          await this.#send(batch);
+          for (const each of batch) each.resolve();
+        } catch (error) {
+          for (const each of batch) each.reject(error);
+        }
+      }
+    } finally {
+      this.#draining = undefined;
+    }
+  }
+
+  /**
+   * One statement for the whole batch: queue rows are created when missing (as Kombu's `_get_or_create`), then
+   * every message row in the batch's order (ids from the sequence after the sort, so they follow that order).
+   */
+  #send(batch: readonly PendingInsert[]): Promise<unknown> {
+    const queues: string[] = [];
+    const payloads: string[] = [];
+    const priorities: number[] = [];
+    const dues: (Date | null)[] = [];
+    for (const each of batch) {
+      const due = each.dueAt === null ? null : new Date(each.dueAt);
+      for (const message of each.messages) {
+        queues.push(each.queue);
+        payloads.push(encodeEnvelope(message));
+        priorities.push(each.priority);
+        dues.push(due);
+      }
+    }
+    const t = this.#tables;
+    return this.#pool.query(
+      `WITH rows AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[]) WITH ORDINALITY AS r(queue, payload, priority, due_at, n)),
+       created AS (
+         INSERT INTO ${t.queue} (id, name) SELECT nextval('queue_id_sequence'), name FROM (SELECT DISTINCT queue AS name FROM rows) d
+         ON CONFLICT (name) DO NOTHING RETURNING id, name),
+       q AS (SELECT id, name FROM created UNION ALL SELECT id, name FROM ${t.queue} WHERE name IN (SELECT queue FROM rows))
+       INSERT INTO ${t.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_due_at)
+       SELECT nextval('message_id_sequence'), r.due_at IS NULL, NULL, r.payload, 1, (SELECT id FROM q WHERE q.name = r.queue LIMIT 1), r.priority, r.due_at
+       FROM rows r ORDER BY r.n`,
+      [queues, payloads, priorities, dues],
+    );
+  }
+}
