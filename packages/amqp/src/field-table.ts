@@ -53,6 +53,8 @@ function toFieldValue(value: unknown): unknown {
   if (value instanceof Date) return { '!': 'timestamp', value: Math.max(0, Math.floor(value.getTime() / 1000)) };
   if (Array.isArray(value)) return value.map(toFieldValue);
   if (isTagged(value)) return value; // an explicit amqplib type, e.g. { '!': 'float', value: 1.5 }
+  // amqplib reads any object with a '!' key as a type tag: a table that merely has one is sent as an explicit table.
+  if (Object.hasOwn(value, '!')) return { '!': 'object', value: toFieldTable(value as Record<string, unknown>) };
   return toFieldTable(value as Record<string, unknown>);
 }
 
@@ -64,9 +66,16 @@ function taggedNumber(value: number): Tagged {
   return { '!': 'double', value };
 }
 
+/** The type names amqplib's encoder knows (its `encodeFieldValue` switch). */
+const AMQPLIB_TYPES = new Set([
+  'string', 'object', 'boolean', 'double', 'float64', 'byte', 'int8', 'unsignedbyte', 'uint8', 'short', 'int16', 'unsignedshort',
+  'uint16', 'int', 'int32', 'unsignedint', 'uint32', 'long', 'int64', 'timestamp', 'float', 'decimal',
+]);
+
 function isTagged(value: object): value is Tagged {
   const keys = Object.keys(value);
-  return keys.length === 2 && keys.includes('!') && keys.includes('value') && typeof (value as Tagged)['!'] === 'string';
+  const tag = (value as Tagged)['!'];
+  return keys.length === 2 && keys.includes('!') && keys.includes('value') && typeof tag === 'string' && AMQPLIB_TYPES.has(tag);
 }
 
 /**

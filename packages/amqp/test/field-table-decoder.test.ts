@@ -84,6 +84,13 @@ describe('decodeFieldTable', () => {
     );
   });
 
+  it("sends a table that merely has a '!' key as a table, not as amqplib's type tag (found by the property above)", () => {
+    for (const input of [{ lang: { '': [{ '!': null }] } }, { h: { '!': 'x', value: 1 } }, { h: { '!': 'float', value: 1.5, more: true } }]) {
+      const wire = encode(toFieldTable(input));
+      expect(fromDecodedFieldTable(decodeFieldTable(wire))).toEqual(input);
+    }
+  });
+
   it('hands back the decoded table itself when it holds nothing to convert', () => {
     const decoded = decodeFieldTable(encode(toFieldTable({ id: 'x', timelimit: [null, null], stamps: { a: [1] } })));
     expect(fromDecodedFieldTable(decoded)).toBe(decoded);
