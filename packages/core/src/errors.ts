@@ -1,3 +1,5 @@
+import { installCommand } from './package-manager';
+
 /**
  * Every error kq raises on purpose is a `KqError`. Messages say what happened *and* what to do about it.
  *
@@ -43,7 +45,7 @@ export class OptionalDependencyMissing extends KqError {
     purpose: string,
     options?: { cause?: unknown },
   ) {
-    super(`${purpose} needs the package ${packageName}, which is not installed. Run: pnpm add ${packageName}`, options);
+    super(`${purpose} needs the package ${packageName}, which is not installed. Run: ${installCommand(packageName)}`, options);
   }
 }
 

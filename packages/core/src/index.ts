@@ -73,6 +73,7 @@ export { RoundRobinCycle } from './round-robin-cycle';
 export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
 export { randomUuid } from './random-uuid';
 export { sanitizeUrl } from './sanitize-url';
+export { detectPackageManager, installCommand, type PackageManager } from './package-manager';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';

@@ -65,9 +65,12 @@ export function parseLogLevel(value: string | undefined): LogLevel {
   throw new Error(`Unknown log level ${JSON.stringify(value)}: use debug, info, warning, error or critical.`);
 }
 
-const consoleSink: LogSink = (record) => {
-  const colour = process.stderr.isTTY && !process.env['NO_COLOR'];
+/** A record as Celery prints it: `[2026-01-01 10:00:00.000: INFO/name] message` (with the level coloured). */
+export function formatLogLine(record: LogRecord, colour = false): string {
   const level = record.level.toUpperCase();
-  const head = `[${record.time.toISOString().replace('T', ' ').slice(0, 23)}: ${colour ? COLOURS[record.level] + level + '\x1b[0m' : level}/${record.logger}]`;
-  process.stderr.write(`${head} ${record.message}\n`);
+  return `[${record.time.toISOString().replace('T', ' ').slice(0, 23)}: ${colour ? COLOURS[record.level] + level + '\x1b[0m' : level}/${record.logger}] ${record.message}`;
+}
+
+const consoleSink: LogSink = (record) => {
+  process.stderr.write(`${formatLogLine(record, process.stderr.isTTY && !process.env['NO_COLOR'])}\n`);
 };

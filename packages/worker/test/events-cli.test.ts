@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { App } from '../src/app';
-import { commandArguments, formatReply, nodesOnline, remoteCommand } from '../src/cli/remote-command';
+import { commandArguments } from '../src/cli/remote-command-catalog';
+import { formatReply, nodesOnline } from '../src/cli/reply-format';
+import { runKq } from '../src/cli/run-kq';
 import { startEventsMonitor } from '../src/cli/events-command';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import type { ReceivedEvent } from '../src/events/event';
@@ -73,7 +75,7 @@ describe('CLI output like Celery', () => {
     const errors: string[] = [];
     const spy = vi.spyOn(console, 'error').mockImplementation((message: unknown) => void errors.push(String(message)));
     try {
-      expect(await remoteCommand('inspect', ['ping', '-b', `memory://${broker}`, '-d', 'nobody@nowhere', '-t', '0.2'])).toBe(69);
+      expect(await runKq(['inspect', 'ping', '-b', `memory://${broker}`, '-d', 'nobody@nowhere', '-t', '0.2'])).toBe(69);
     } finally {
       spy.mockRestore();
     }

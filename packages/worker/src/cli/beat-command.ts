@@ -1,64 +1,84 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { KqError } from '@kq/core';
+import type { Command } from 'commander';
+import type { App } from '../app';
 import { Beat } from '../beat/beat';
 import { BeatScheduleError } from '../beat/errors';
 import type { BeatEntryDefinition } from '../beat/schedule-entry';
 import { loadScheduleFile, parseSchedule, type BeatScheduleFile } from '../beat/schedule-file';
-import { parseLogLevel } from '../logger';
+import type { Logger, LogLevel } from '../logger';
+import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
+import { parseLogLevelOption } from './log-options';
+import { positiveInt } from './option-parsers';
 
-export const BEAT_USAGE =
-  'kq beat    -A <module> [-b url] [--schedule beat.yaml] [--group name] [--lease-ms ms] [--loglevel info]';
+export interface BeatCommandOptions {
+  /** The app module (`-A`), whose `beatSchedule` export is read. */
+  appModule?: string;
+  /** A schedule file (JSON or YAML). */
+  schedule?: string;
+  group?: string;
+  leaseMs?: number;
+  loglevel?: LogLevel;
+  logger?: Logger;
+}
 
 /**
- * `kq beat`: sends the schedule of the app module's `beatSchedule` export and/or a `--schedule` file (JSON or YAML).
- * Run as many as you like: one is leader at a time (see docs/periodic.md). Stops (giving up its lease at once) on
- * SIGTERM/SIGINT.
+ * The beat that `kq beat` runs and `kq worker -B` embeds: the app module's `beatSchedule` export and/or a schedule
+ * file. Any number may run: one is leader at a time (see docs/periodic.md), so `-B` on every worker is safe.
  */
-export async function beatCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      app: { type: 'string', short: 'A' },
-      broker: { type: 'string', short: 'b' },
-      'result-backend': { type: 'string' },
-      schedule: { type: 'string', short: 's' },
-      group: { type: 'string' },
-      'lease-ms': { type: 'string' },
-      loglevel: { type: 'string', short: 'l' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    console.log(`Usage:\n  ${BEAT_USAGE}`);
-    return 0;
-  }
-  const app = await loadApp({ app: values.app, broker: values.broker, resultBackend: values['result-backend'] });
-  const fromModule = values.app ? await moduleSchedule(values.app) : undefined;
-  const fromFile = values.schedule ? await loadScheduleFile(values.schedule) : undefined;
+export async function createBeat(app: App, options: BeatCommandOptions): Promise<Beat> {
+  const fromModule = options.appModule ? await moduleSchedule(options.appModule) : undefined;
+  const fromFile = options.schedule ? await loadScheduleFile(options.schedule) : undefined;
   if (!fromModule && !fromFile) {
     throw new BeatScheduleError('kq beat has no schedule: export `beatSchedule` from the app module (-A) or pass --schedule beat.yaml.');
   }
   const entries: BeatEntryDefinition[] = [...(fromModule?.entries ?? []), ...(fromFile?.entries ?? [])];
   const defaults = { ...fromModule, ...fromFile };
-  const leaseMs = values['lease-ms'] === undefined ? undefined : Number(values['lease-ms']);
-  if (leaseMs !== undefined && !(leaseMs > 0)) throw new KqError(`--lease-ms must be a positive number of milliseconds; got ${values['lease-ms']}.`);
-  const beat = new Beat(app, {
+  const group = options.group ?? defaults.group;
+  return new Beat(app, {
     schedule: entries,
-    ...(values.group ?? defaults.group ? { group: (values.group ?? defaults.group) as string } : {}),
+    ...(group ? { group } : {}),
     ...(defaults.timezone ? { timezone: defaults.timezone } : {}),
     ...(defaults.misfire ? { misfire: defaults.misfire } : {}),
     ...(defaults.misfireGrace !== undefined ? { misfireGrace: defaults.misfireGrace } : {}),
-    ...(leaseMs ? { leaseMs } : {}),
-    loglevel: parseLogLevel(values.loglevel),
+    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.loglevel ? { loglevel: options.loglevel } : {}),
   });
-  beat.installSignalHandlers(() => {
-    void app.close().finally(() => process.exit(0));
-  });
-  await beat.start();
-  return -1; // keep running until a signal
+}
+
+interface BeatFlags {
+  schedule?: string;
+  group?: string;
+  leaseMs?: number;
+  loglevel: LogLevel;
+}
+
+/** `kq beat`: sends the schedule until SIGTERM/SIGINT, giving up its lease at once on the way out. */
+export function registerBeatCommand(program: Command): void {
+  program
+    .command('beat')
+    .description('Send periodic tasks on schedule; run as many as you like, one leads at a time.')
+    .option('-s, --schedule <file>', 'a schedule file (JSON or YAML), in addition to the app module\'s beatSchedule export')
+    .option('--group <name>', 'beats with the same group elect one leader (default: the app name)')
+    .option('--lease-ms <ms>', "the leader's lease, in milliseconds", positiveInt)
+    .option('-l, --loglevel <level>', 'debug, info, warning, error or critical', parseLogLevelOption, 'info')
+    .action(async (flags: BeatFlags, command: Command) => {
+      const global = globalOptions(command);
+      const app = await loadApp(global);
+      const beat = await createBeat(app, {
+        ...(global.app ? { appModule: global.app } : {}),
+        ...(flags.schedule ? { schedule: flags.schedule } : {}),
+        ...(flags.group ? { group: flags.group } : {}),
+        ...(flags.leaseMs ? { leaseMs: flags.leaseMs } : {}),
+        loglevel: flags.loglevel,
+      });
+      beat.installSignalHandlers(() => {
+        void app.close().finally(() => process.exit(0));
+      });
+      await beat.start();
+    });
 }
 
 /** The app module's `beatSchedule` export: a list of entries, or `{ entries, timezone?, ... }` (or its JSON/YAML text). */

@@ -1,66 +1,63 @@
-import { parseArgs } from 'node:util';
-import { KqError, hasDeadLetters, sanitizeUrl, type DeadLetter } from '@kq/core';
+import { KqError, hasDeadLetters, sanitizeUrl, type DeadLetter, type DeadLetterBox } from '@kq/core';
+import type { Command } from 'commander';
+import type { App } from '../app';
+import { confirm } from './confirm';
+import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
+import { commaList, positiveInt } from './option-parsers';
 
-export const DLQ_USAGE = 'kq dlq list|requeue|purge [-A module] [-b url] [-Q queue] [--limit N] [--id id,...] [-j] [-f]';
+interface DlqFlags {
+  queue?: string;
+  limit: number;
+  id?: string[];
+  json?: boolean;
+  force?: boolean;
+}
 
 /**
- * `kq dlq`: the rejected task messages a broker keeps — Redis's `_kq.dead` list (filter with `-Q <task queue>`),
- * RabbitMQ's dead-letter queue (name it with `-Q`). `list` shows them with their reason, `requeue` sends them back
- * to the queue they were rejected from, `purge` deletes them.
+ * `kq dlq list|requeue|purge`: the rejected task messages a broker keeps — Redis's `_kq.dead` list (filter with
+ * `-Q <task queue>`), RabbitMQ's dead-letter queue (name it with `-Q`). `list` shows them with their reason,
+ * `requeue` sends them back to the queue they were rejected from, `purge` deletes them.
  */
-export async function dlqCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      app: { type: 'string', short: 'A' },
-      broker: { type: 'string', short: 'b' },
-      queue: { type: 'string', short: 'Q' },
-      limit: { type: 'string' },
-      id: { type: 'string' },
-      json: { type: 'boolean', short: 'j' },
-      force: { type: 'boolean', short: 'f' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  const action = positionals[0];
-  if (values.help || !action) {
-    console.log(`Usage: ${DLQ_USAGE}`);
-    return values.help ? 0 : 64;
-  }
-  if (action !== 'list' && action !== 'requeue' && action !== 'purge') throw new KqError(`Unknown dlq action ${JSON.stringify(action)}: use list, requeue or purge.`);
-  const app = await loadApp({ app: values.app, broker: values.broker, oneShot: true });
+export function registerDlqCommand(program: Command): void {
+  const dlq = program.command('dlq').description('The rejected task messages the broker keeps: list, requeue or purge them.');
+  const queue = (command: Command): Command => command.option('-Q, --queue <name>', 'only the messages rejected from this queue (RabbitMQ: the dead-letter queue)');
+  queue(dlq.command('list').description('Show the rejected messages with their reason.'))
+    .option('--limit <n>', 'at most this many', positiveInt, 100)
+    .option('-j, --json', 'as JSON')
+    .action((flags: DlqFlags, command: Command) => withDeadLetters(command, async (box) => {
+      const letters = await box.list({ ...(flags.queue ? { queue: flags.queue } : {}), limit: flags.limit });
+      if (flags.json) console.log(JSON.stringify(letters.map(describe), null, 2));
+      else if (letters.length === 0) console.log('No rejected messages.');
+      else for (const letter of letters) console.log(line(letter));
+    }));
+  queue(dlq.command('requeue').description('Send rejected messages back to the queue they were rejected from.'))
+    .option('--id <ids>', 'only these messages (comma-separated ids from `kq dlq list`)', commaList)
+    .action((flags: DlqFlags, command: Command) => withDeadLetters(command, async (box) => {
+      const sent = await box.requeue({ ...(flags.queue ? { queue: flags.queue } : {}), ...(flags.id ? { ids: flags.id } : {}) });
+      console.log(`Sent ${sent} message(s) back to their queue.`);
+    }));
+  queue(dlq.command('purge').description('Delete rejected messages for good (asks first; -f to skip the question).'))
+    .option('-f, --force', 'do not ask')
+    .action((flags: DlqFlags, command: Command) => withDeadLetters(command, async (box, app) => {
+      const what = `the rejected messages${flags.queue ? ` of ${flags.queue}` : ''} on ${sanitizeUrl(app.conf.broker)}`;
+      if (!flags.force && !(await confirm(`Delete ${what}?`, 'kq dlq purge deletes messages for good: add -f to confirm.'))) {
+        process.exitCode = 1;
+        return;
+      }
+      console.log(`Purged ${await box.purge(flags.queue ? { queue: flags.queue } : {})} rejected message(s).`);
+    }));
+}
+
+async function withDeadLetters(command: Command, use: (box: DeadLetterBox, app: App) => Promise<void>): Promise<void> {
+  const app = await loadApp({ ...globalOptions(command), oneShot: true });
   try {
     await app.connection.connect();
     const transport = await app.connection.transport();
     if (!hasDeadLetters(transport)) {
       throw new KqError(`The ${transport.name} transport keeps no rejected messages (kq dlq works on Redis and RabbitMQ).`);
     }
-    const box = transport.deadLetters();
-    const queue = values.queue === undefined ? {} : { queue: values.queue };
-    if (action === 'list') {
-      const letters = await box.list({ ...queue, limit: values.limit === undefined ? 100 : Number(values.limit) });
-      if (values.json) console.log(JSON.stringify(letters.map(describe), null, 2));
-      else if (letters.length === 0) console.log('No rejected messages.');
-      else for (const letter of letters) console.log(line(letter));
-      return 0;
-    }
-    if (action === 'requeue') {
-      const ids = values.id?.split(',').map((id) => id.trim()).filter(Boolean);
-      const sent = await box.requeue({ ...queue, ...(ids ? { ids } : {}) });
-      console.log(`Sent ${sent} message(s) back to their queue.`);
-      return 0;
-    }
-    if (!values.force) {
-      // As `celery purge`: deleting needs a yes, and without a terminal to ask on it needs -f.
-      if (!process.stdin.isTTY) throw new KqError('kq dlq purge deletes messages for good: add -f to confirm.');
-      process.stdout.write(`Delete the rejected messages${values.queue ? ` of ${values.queue}` : ''} on ${sanitizeUrl(app.conf.broker)}? [y/N] `);
-      const answer = await new Promise<string>((resolve) => process.stdin.once('data', (data) => resolve(String(data).trim())));
-      if (!/^y(es)?$/i.test(answer)) return 1;
-    }
-    console.log(`Purged ${await box.purge(queue)} rejected message(s).`);
-    return 0;
+    await use(transport.deadLetters(), app);
   } finally {
     await app.close();
   }

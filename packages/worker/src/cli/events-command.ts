@@ -1,11 +1,13 @@
-import { parseArgs } from 'node:util';
-import { KqError, sanitizeUrl } from '@kq/core';
+import { sanitizeUrl } from '@kq/core';
+import type { Command } from 'commander';
 import type { App } from '../app';
 import { ClusterState } from '../events/cluster-state';
 import { renderClusterView } from '../events/cluster-view';
 import { EventDumper } from '../events/event-dump';
 import { EventReceiver } from '../events/event-receiver';
+import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
+import { positiveSeconds } from './option-parsers';
 
 export interface EventsMonitorOptions {
   app: App;
@@ -102,32 +104,27 @@ export async function startEventsMonitor(options: EventsMonitorOptions): Promise
   };
 }
 
-/** `kq events [-A module] [-b url] [--dump] [-F seconds]`: runs until interrupted. */
-export async function eventsCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      app: { type: 'string', short: 'A' },
-      broker: { type: 'string', short: 'b' },
-      dump: { type: 'boolean', short: 'd' },
-      frequency: { type: 'string', short: 'F' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    console.log('Usage: kq events [-A module] [-b url] [--dump] [-F seconds]\n\nA live view of the workers and tasks (like `celery events`); --dump prints one line per event.');
-    return 0;
-  }
-  const frequency = values.frequency === undefined ? 1 : Number(values.frequency);
-  if (!Number.isFinite(frequency) || frequency <= 0) throw new KqError(`-F/--frequency must be a positive number of seconds, got ${JSON.stringify(values.frequency)}.`);
-  const app = await loadApp({ app: values.app, broker: values.broker });
-  const monitor = await startEventsMonitor({ app, dump: values.dump ?? false, frequency });
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-    process.stdout.once('error', () => resolve()); // the reader went away (`kq events --dump | head`)
-  });
-  await monitor.stop();
-  await app.close();
-  return 0;
+interface EventsFlags {
+  dump?: boolean;
+  frequency: number;
+}
+
+/** `kq events [--dump] [-F seconds]`: runs until interrupted. */
+export function registerEventsCommand(program: Command): void {
+  program
+    .command('events')
+    .description('A live view of the workers and tasks (like `celery events`); --dump prints one line per event.')
+    .option('-d, --dump', 'print one line per event, as `celery events --dump`')
+    .option('-F, --frequency <seconds>', 'seconds between redraws', positiveSeconds, 1)
+    .action(async (flags: EventsFlags, command: Command) => {
+      const app = await loadApp(globalOptions(command));
+      const monitor = await startEventsMonitor({ app, dump: flags.dump ?? false, frequency: flags.frequency });
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+        process.stdout.once('error', () => resolve()); // the reader went away (`kq events --dump | head`)
+      });
+      await monitor.stop();
+      await app.close();
+    });
 }

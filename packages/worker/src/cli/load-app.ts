@@ -7,12 +7,20 @@ import { loadAppModule } from '../pool/load-app-module';
  * an `App`; TypeScript loads through tsx), or a bare app built from `--broker` / `--result-backend` (or
  * KQ_BROKER_URL / KQ_RESULT_BACKEND).
  */
-export async function loadApp(options: { app?: string; broker?: string; resultBackend?: string; oneShot?: boolean }): Promise<App> {
+export async function loadApp(options: {
+  app?: string;
+  broker?: string;
+  resultBackend?: string;
+  /** Try the broker once and fail with the reason (one-shot commands); a worker keeps retrying. */
+  oneShot?: boolean;
+  /** Refuse the implicit memory:// (default true): commands that never reach the broker (`report`, `shell`) pass false. */
+  requireBroker?: boolean;
+}): Promise<App> {
   const app = options.app ? await loadAppModule(options.app) : new App('kq');
   const broker = options.broker ?? process.env['KQ_BROKER_URL'] ?? process.env['CELERY_BROKER_URL'];
   const backend = options.resultBackend ?? process.env['KQ_RESULT_BACKEND'] ?? process.env['CELERY_RESULT_BACKEND'];
   if (broker) app.conf.broker = broker;
-  else if (app.conf.broker.startsWith('memory://')) {
+  else if (options.requireBroker !== false && app.conf.broker.startsWith('memory://')) {
     // The embedded broker lives in one process: a task sent to it from a command is lost when the command exits,
     // and a worker on it can only ever see its own process's tasks.
     throw new KqError(

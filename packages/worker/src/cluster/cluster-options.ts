@@ -28,40 +28,30 @@ export interface ClusterOptions {
   statedbSyncInterval?: number;
 }
 
-/** Celery's worker flags, as `parseArgs` options, for `kq worker`. */
-export const WORKER_CLUSTER_FLAGS = {
-  'task-events': { type: 'boolean', short: 'E' },
-  statedb: { type: 'string', short: 'S' },
-  'without-mingle': { type: 'boolean' },
-  'without-gossip': { type: 'boolean' },
-  'without-heartbeat': { type: 'boolean' },
-  'heartbeat-interval': { type: 'string' },
-} as const;
-
-/** Values of `WORKER_CLUSTER_FLAGS` as `parseArgs` returns them. */
+/** Celery's worker flags (`-E`, `-S`, `--without-*`, `--heartbeat-interval`) as a CLI parser gives them. */
 export interface WorkerClusterFlagValues {
-  'task-events'?: boolean;
+  taskEvents?: boolean;
   statedb?: string;
-  'without-mingle'?: boolean;
-  'without-gossip'?: boolean;
-  'without-heartbeat'?: boolean;
-  'heartbeat-interval'?: string;
+  withoutMingle?: boolean;
+  withoutGossip?: boolean;
+  withoutHeartbeat?: boolean;
+  /** Seconds. */
+  heartbeatInterval?: number;
 }
 
 /** Turns parsed worker flags into cluster options; only what was given is set, so app defaults still apply. */
 export function clusterOptionsFromFlags(values: WorkerClusterFlagValues): ClusterOptions {
   const options: ClusterOptions = {};
-  if (values['task-events']) options.taskEvents = true;
+  if (values.taskEvents) options.taskEvents = true;
   if (values.statedb) options.statedb = values.statedb;
-  if (values['without-mingle']) options.mingle = false;
-  if (values['without-gossip']) options.gossip = false;
-  if (values['without-heartbeat']) options.heartbeat = false;
-  if (values['heartbeat-interval'] !== undefined) {
-    const seconds = Number(values['heartbeat-interval']);
-    if (!Number.isFinite(seconds) || seconds <= 0) {
-      throw new KqError(`--heartbeat-interval must be a positive number of seconds, got ${JSON.stringify(values['heartbeat-interval'])}.`);
+  if (values.withoutMingle) options.mingle = false;
+  if (values.withoutGossip) options.gossip = false;
+  if (values.withoutHeartbeat) options.heartbeat = false;
+  if (values.heartbeatInterval !== undefined) {
+    if (!Number.isFinite(values.heartbeatInterval) || values.heartbeatInterval <= 0) {
+      throw new KqError(`The heartbeat interval must be a positive number of seconds, got ${values.heartbeatInterval}.`);
     }
-    options.heartbeatInterval = seconds;
+    options.heartbeatInterval = values.heartbeatInterval;
   }
   return options;
 }

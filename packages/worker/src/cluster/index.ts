@@ -1,7 +1,7 @@
 // A worker in a Celery fleet: event steps, Mingle, Gossip, heartbeats, the state file and the remote-control commands.
 export { clusterSteps, isClusterStep, withClusterSteps, ClusterBindingStep } from './cluster-steps';
 export { ClusterContext, clusterOf } from './cluster-context';
-export { WORKER_CLUSTER_FLAGS, clusterOptionsFromFlags, type ClusterOptions, type WorkerClusterFlagValues } from './cluster-options';
+export { clusterOptionsFromFlags, type ClusterOptions, type WorkerClusterFlagValues } from './cluster-options';
 export { EventsStep } from './events-step';
 export { HeartStep, DEFAULT_HEARTBEAT_INTERVAL } from './heart';
 export { MingleStep, mingle, syncWithNode, type MingleReply } from './mingle';

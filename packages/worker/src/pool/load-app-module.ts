@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { KqError } from '@kq/core';
+import { KqError, installCommand } from '@kq/core';
 import { App } from '../app';
 
 const TSX_REGISTERED = Symbol.for('kq.tsxRegistered');
@@ -19,7 +19,7 @@ export async function loadAppModule(path: string): Promise<App> {
       register();
       (globalThis as Record<symbol, unknown>)[TSX_REGISTERED] = true;
     } catch (error) {
-      throw new KqError(`${path} is TypeScript: install tsx (pnpm add -D tsx) so kq can load it, or point -A / appModule at the compiled .js file.`, { cause: error });
+      throw new KqError(`${path} is TypeScript: install tsx (${installCommand('tsx', { dev: true })}) so kq can load it, or point -A / appModule at the compiled .js file.`, { cause: error });
     }
   }
   const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;

@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+// The `kq` bin. A committed file rather than dist/cli/kq.js itself, so package managers link it at install time
+// even in a fresh clone of the kq repository, where dist/ appears only with the first build.
+import { existsSync } from 'node:fs';
+
+const source = new URL('../src/cli/kq.ts', import.meta.url);
+if (existsSync(source)) {
+  // A checkout of the kq repository (src/ is not published): run the sources through tsx, as the tests and examples
+  // do, so the CLI and a .ts app module in the repo load one copy of @kq/* (the tsconfig paths point at src/).
+  const { register } = await import('tsx/esm/api');
+  register();
+  globalThis[Symbol.for('kq.tsxRegistered')] = true;
+  await import(source.href);
+} else {
+  const built = new URL('../dist/cli/kq.js', import.meta.url);
+  if (!existsSync(built)) {
+    console.error('kq: this @kq/worker has no dist/ folder: reinstall it.');
+    process.exit(1);
+  }
+  await import(built.href);
+}
