@@ -115,7 +115,7 @@ async function runWorker(flags: WorkerFlags, command: Command): Promise<void> {
     const kind: PoolKind = POOL_ALIASES[flags.pool ?? 'async'] ?? 'async';
     if (kind !== 'async' && !global.app) throw new KqError(`--pool ${kind} needs -A <module>: every child imports the module that exports your App.`);
     if (flags.include?.length) {
-      if (kind === 'processes') throw new KqError('-I imports into this process only, and -P processes runs tasks in children that load -A alone: import those modules from your app module instead.');
+      if (kind !== 'async') throw new KqError(`-I imports into the worker process only, and -P ${kind} runs tasks in children that load -A alone: import those modules from your app module instead.`);
       for (const module of flags.include) await import(pathToFileURL(resolve(module)).href);
     }
     if (flags.timeLimit !== undefined) app.conf.taskTimeLimit = flags.timeLimit;
