@@ -2,6 +2,7 @@
 // is compared with what Celery 5.2.6 prints for the same input; the commands run in process on memory:// and, with
 // Redis up, as real `kq` child processes.
 import { spawn } from 'node:child_process';
+import { PassThrough } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
@@ -131,6 +132,35 @@ describe('kq events monitor (in process)', () => {
     expect(dumped.text()).toMatch(/^-> evdump: starting capture\.\.\.\n/);
     expect(dumped.text()).toMatch(/view@test \[[^\]]+\] task received: add\(view-task\) args=\(2, 3\) kwargs=\{\} clock=\d+/);
     expect(dumped.text()).toMatch(/view@test \[[^\]]+\] task succeeded: add\(view-task\) args=\(2, 3\) kwargs=\{\} clock=\d+.*result=5/);
+  });
+
+  it('on a terminal, the arrow keys select a task, Enter opens its page (args, result, timeline), b goes back, q quits', async () => {
+    const monitorApp = memoryApp(broker);
+    const tty = collector(true);
+    const keys = Object.assign(new PassThrough(), { isTTY: true, setRawMode: vi.fn() }) as unknown as NodeJS.ReadStream;
+    let quit = false;
+    const view = await startEventsMonitor({ app: monitorApp, out: tty, frequency: 0.05, input: keys, onQuit: () => (quit = true) });
+    await app.sendTask('add', [20, 22], {}, { taskId: 'picked-task' });
+    await waitFor(() => view.state.tasks.get('picked-task')?.state === 'SUCCESS', 5000, 'the task in the state');
+    await waitFor(() => tty.text().includes('picked-task'), 5000, 'the task on screen');
+    const screen = (): string => tty.text().split('\x1b[H\x1b[2J').pop() ?? '';
+    keys.write('\x1b[B'); // down: the newest task row
+    await waitFor(() => /^> picked-task/m.test(screen()), 5000, 'the row marked as selected');
+    keys.write('\r');
+    await waitFor(() => screen().startsWith('Task picked-task'), 5000, 'the task page');
+    expect(screen()).toMatch(/^ {2}name {6}add$/m);
+    expect(screen()).toMatch(/^ {2}args {6}\(20, 22\)$/m);
+    expect(screen()).toMatch(/^ {2}result {4}42$/m);
+    expect(screen()).toMatch(/^ {4}\S+ \S+ {2}received$/m);
+    expect(screen()).toMatch(/^ {4}\S+ \S+ {2}succeeded$/m);
+    keys.write('b');
+    await waitFor(() => screen().startsWith('kq events'), 5000, 'the list again');
+    keys.write('q');
+    await waitFor(() => quit, 5000, 'q to quit');
+    await view.stop();
+    await monitorApp.close();
+    expect(keys.setRawMode).toHaveBeenCalledWith(true);
+    expect(keys.setRawMode).toHaveBeenLastCalledWith(false);
   });
 
   it('redraws in place on a terminal and restores the cursor when stopped', async () => {

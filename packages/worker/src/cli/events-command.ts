@@ -1,10 +1,12 @@
+import { emitKeypressEvents } from 'node:readline';
 import { sanitizeUrl } from '@kq/core';
 import type { Command } from 'commander';
 import type { App } from '../app';
 import { ClusterState } from '../events/cluster-state';
-import { renderClusterView } from '../events/cluster-view';
+import { renderClusterView, renderTaskDetail } from '../events/cluster-view';
 import { EventDumper } from '../events/event-dump';
 import { EventReceiver } from '../events/event-receiver';
+import { EventsNavigator, type KeyPress } from './events-navigator';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 import { positiveSeconds } from './option-parsers';
@@ -21,6 +23,10 @@ export interface EventsMonitorOptions {
   frequency?: number;
   /** Ask workers for a heartbeat at start so they show up at once (default true). */
   wakeup?: boolean;
+  /** Keys for the interactive screen (default stdin, when it is a terminal): select a task, open its page. */
+  input?: NodeJS.ReadStream;
+  /** Called when the person quits from the keyboard (q, Ctrl+C in raw mode). */
+  onQuit?: () => void;
 }
 
 export interface EventsMonitor {
@@ -72,15 +78,26 @@ export async function startEventsMonitor(options: EventsMonitorOptions): Promise
 
   let timer: NodeJS.Timeout | undefined;
   const interactive = !options.dump && (options.interactive ?? out.isTTY === true);
+  const input = options.input ?? process.stdin;
+  const keyboard = interactive && input.isTTY === true ? new EventsNavigator() : undefined;
+  let rows: readonly string[] = [];
+  let onKey: ((text: string, press: KeyPress) => void) | undefined;
   if (!options.dump) {
     let drawnAt = -1;
     const title = `kq events — ${sanitizeUrl(app.conf.broker)}`;
     const draw = (): void => {
-      const lines = renderClusterView(state, {
-        title,
+      const size = {
         ...(interactive && out.columns ? { width: out.columns } : {}),
         ...(interactive && out.rows ? { height: out.rows } : {}),
-      });
+      };
+      const page = keyboard?.mode === 'detail' && keyboard.selected !== undefined ? state.tasks.get(keyboard.selected) : undefined;
+      const lines = page
+        ? renderTaskDetail(page, { ...size, keys: EventsNavigator.DETAIL_KEYS })
+        : renderClusterView(state, {
+            title,
+            ...size,
+            ...(keyboard ? { keys: EventsNavigator.LIST_KEYS, selected: keyboard.selected ?? '', onTasks: (tasks) => (rows = tasks.map((task) => task.uuid)) } : {}),
+          });
       if (interactive) write(`${HOME_AND_CLEAR}${lines.join('\n')}\n`);
       else if (state.eventCount !== drawnAt) write(`${lines.join('\n')}\n\n`);
       drawnAt = state.eventCount;
@@ -88,6 +105,17 @@ export async function startEventsMonitor(options: EventsMonitorOptions): Promise
     if (interactive) write(HIDE_CURSOR);
     draw();
     timer = setInterval(draw, (options.frequency ?? 1) * 1000);
+    if (keyboard) {
+      emitKeypressEvents(input);
+      input.setRawMode(true);
+      input.resume();
+      onKey = (_text, press) => {
+        const action = keyboard.key(press, rows);
+        if (action === 'redraw') draw();
+        else if (action === 'quit') options.onQuit?.();
+      };
+      input.on('keypress', onKey);
+    }
   }
 
   let stopped = false;
@@ -98,6 +126,11 @@ export async function startEventsMonitor(options: EventsMonitorOptions): Promise
       if (stopped) return;
       stopped = true;
       if (timer) clearInterval(timer);
+      if (onKey) {
+        input.off('keypress', onKey);
+        input.setRawMode(false);
+        input.pause();
+      }
       if (interactive) write(`${SHOW_CURSOR}\n`);
       await receiver.close();
     },
@@ -113,13 +146,16 @@ interface EventsFlags {
 export function registerEventsCommand(program: Command): void {
   program
     .command('events')
-    .description('A live view of the workers and tasks (like `celery events`); --dump prints one line per event.')
+    .description('A live view of the workers and tasks (like `celery events`): select a task with the arrow keys and Enter to see its page; --dump prints one line per event.')
     .option('-d, --dump', 'print one line per event, as `celery events --dump`')
     .option('-F, --frequency <seconds>', 'seconds between redraws', positiveSeconds, 1)
     .action(async (flags: EventsFlags, command: Command) => {
       const app = await loadApp(globalOptions(command));
-      const monitor = await startEventsMonitor({ app, dump: flags.dump ?? false, frequency: flags.frequency });
+      let quit: () => void = () => undefined;
+      const quitting = new Promise<void>((resolve) => (quit = resolve));
+      const monitor = await startEventsMonitor({ app, dump: flags.dump ?? false, frequency: flags.frequency, onQuit: () => quit() });
       await new Promise<void>((resolve) => {
+        void quitting.then(resolve);
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
         process.stdout.once('error', () => resolve()); // the reader went away (`kq events --dump | head`)

@@ -9,6 +9,12 @@ export interface ClusterViewOptions {
   title?: string;
   /** Current time, seconds (for liveness). */
   now?: number;
+  /** The uuid of the task row to mark as selected (interactive mode); with it, rows get a two-column marker. */
+  selected?: string;
+  /** The key help for the status line (default: how to quit). */
+  keys?: string;
+  /** Told which task rows were drawn, newest first (what an interactive selection moves over). */
+  onTasks?: (tasks: readonly ClusterTask[]) => void;
 }
 
 /**
@@ -23,17 +29,49 @@ export function renderClusterView(state: ClusterState, options: ClusterViewOptio
   const online = workers.filter((worker) => worker.isAlive(now)).length;
   const lines: string[] = [];
   lines.push(cut(`${options.title ?? 'kq events'}`, width));
-  lines.push(cut(`workers: ${online} online / ${workers.length} seen   tasks: ${state.tasks.size}   events: ${state.eventCount}   (Ctrl+C to quit)`, width));
+  lines.push(cut(`workers: ${online} online / ${workers.length} seen   tasks: ${state.tasks.size}   events: ${state.eventCount}   (${options.keys ?? 'Ctrl+C to quit'})`, width));
   lines.push('');
   lines.push(cut(row(['WORKER', 'STATUS', 'ACTIVE', 'PROCESSED', 'LOAD', 'CLOCK'], WORKER_COLUMNS), width));
   if (workers.length === 0) lines.push('  (no workers seen yet)');
   for (const worker of workers) lines.push(cut(row(workerCells(worker, now), WORKER_COLUMNS), width));
   lines.push('');
-  lines.push(cut(row(['UUID', 'TASK', 'WORKER', 'TIME', 'STATE'], TASK_COLUMNS), width));
+  const marker = (task: ClusterTask | undefined): string => (options.selected === undefined ? '' : task?.uuid === options.selected ? '> ' : '  ');
+  lines.push(cut(marker(undefined) + row(['UUID', 'TASK', 'WORKER', 'TIME', 'STATE'], TASK_COLUMNS), width));
   const room = options.height === undefined ? Infinity : Math.max(1, options.height - lines.length - 1);
   const tasks = state.tasksByTime(room);
+  options.onTasks?.(tasks);
   if (tasks.length === 0) lines.push('  (no tasks seen yet)');
-  for (const task of tasks) lines.push(cut(row(taskCells(task), TASK_COLUMNS), width));
+  for (const task of tasks) lines.push(cut(marker(task) + row(taskCells(task), TASK_COLUMNS), width));
+  return lines;
+}
+
+/** The fields a task page shows, in this order, when its events carried them. */
+const DETAIL_FIELDS = ['args', 'kwargs', 'result', 'exception', 'retries', 'runtime', 'eta', 'expires', 'root_id', 'parent_id', 'routing_key', 'exchange'];
+
+/**
+ * One task as `kq events` shows it when selected (celery events' task view): name, state and worker, the fields its
+ * events carried (args, kwargs, result or exception...), its traceback, and the timeline of its events.
+ */
+export function renderTaskDetail(task: ClusterTask, options: { width?: number; keys?: string } = {}): string[] {
+  const width = options.width === undefined ? Infinity : Math.max(40, options.width);
+  const lines = [cut(`Task ${task.uuid}   (${options.keys ?? 'Esc to go back'})`, width), ''];
+  lines.push(cut(`  name      ${task.name ?? '?'}`, width));
+  lines.push(cut(`  state     ${task.state}`, width));
+  lines.push(cut(`  worker    ${task.worker ?? '-'}`, width));
+  if (task.client) lines.push(cut(`  client    ${task.client}`, width));
+  for (const field of DETAIL_FIELDS) {
+    const value = task.fields[field];
+    if (value === undefined || value === null || value === '') continue;
+    lines.push(cut(`  ${field.padEnd(9)} ${typeof value === 'string' ? value : JSON.stringify(value)}`, width));
+  }
+  const traceback = task.fields['traceback'];
+  if (typeof traceback === 'string' && traceback) {
+    lines.push('', '  traceback:');
+    for (const line of traceback.trimEnd().split('\n')) lines.push(cut(`    ${line}`, width));
+  }
+  lines.push('', '  events:');
+  const timeline = Object.entries(task.times).sort(([, a], [, b]) => a - b);
+  for (const [subject, at] of timeline) lines.push(cut(`    ${new Date(at * 1000).toISOString().replace('T', ' ').slice(0, 23)}  ${subject}`, width));
   return lines;
 }
 
