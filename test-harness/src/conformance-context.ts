@@ -61,9 +61,9 @@ export class ConformanceContext {
     return this.#primary;
   }
 
-  /** Another connection to the same broker: a second process, as far as the broker can tell. */
-  async openTransport(): Promise<Transport> {
-    const transport = await this.setup.create();
+  /** Another connection to the same broker: a second process, as far as the broker can tell (made by `create`). */
+  async openTransport(create: () => Transport | Promise<Transport> = this.setup.create): Promise<Transport> {
+    const transport = await create();
     this.#transports.push(transport);
     transport.on('error', (error) => this.#noteAsyncError(transport, `transport error: ${error.message}`));
     await transport.connect();

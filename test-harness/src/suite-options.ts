@@ -32,6 +32,17 @@ export interface TransportSuiteOptions {
   crash?: (transport: Transport) => void | Promise<void>;
   /** How long after `crash` the deliveries must come back (the visibility timeout plus slack). Default 10 000 ms. */
   recoveryTimeoutMs?: number;
+  /**
+   * For stores that hold deliveries under a lease (Redis, PostgreSQL): how long one lease lasts, ms, before it must
+   * be renewed. Enables the lease checks: a live holder keeps what it holds well past the lease (renewal).
+   */
+  leaseMs?: number;
+  /**
+   * Makes a transport on the same broker whose leases are never renewed: a process frozen by a long pause, which
+   * settles what it held when it wakes. With `leaseMs`, enables the fencing check: once another process took the
+   * delivery back, the frozen one's ack is refused with `StaleDeliveryError` and changes nothing.
+   */
+  createStalled?: () => Transport | Promise<Transport>;
   /** Priority values the suite publishes with; each must be its own bucket. Default [0, 3, 6, 9] (Kombu's steps). */
   priorityLevels?: readonly number[];
   /**
@@ -66,6 +77,8 @@ export interface SuiteSetup {
   readonly timeoutScale: number;
   readonly crash: ((transport: Transport) => void | Promise<void>) | undefined;
   readonly recoveryTimeoutMs: number;
+  readonly leaseMs: number | undefined;
+  readonly createStalled: (() => Transport | Promise<Transport>) | undefined;
   readonly priorityLevels: readonly number[];
   readonly delayResolutionMs: number;
   readonly modelRuns: number;
@@ -87,6 +100,8 @@ export async function resolveSuiteSetup(options: TransportSuiteOptions): Promise
     timeoutScale: options.timeoutScale ?? 1,
     crash: options.crash,
     recoveryTimeoutMs: options.recoveryTimeoutMs ?? 10_000,
+    leaseMs: options.leaseMs,
+    createStalled: options.createStalled,
     priorityLevels: [...new Set(levels)].sort((a, b) => a - b),
     delayResolutionMs: options.delayResolutionMs ?? 1,
     modelRuns: options.modelRuns ?? 25,

@@ -8,6 +8,7 @@ import {
   StaleDeliveryError,
   type BindingRecord,
   type Claim,
+  type RestoreOptions,
   type ClaimOptions,
   type ExchangeType,
   type StoredMessage,
@@ -350,14 +351,17 @@ export class FileSystemStore implements VirtualStore {
     });
   }
 
-  restore(claim: Claim, position: 'head' | 'tail'): Promise<void> {
+  restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
     const fileClaim = this.#own(claim);
+    // A claim never handed to a consumer (read ahead, then cancelled) goes back unmarked.
+    const redelivered = options.redelivered !== false;
     return fileClaim.exclusive(async () => {
       this.#assertOpen();
       this.#held.delete(fileClaim);
       if (fileClaim.lost) throw this.#staleError(fileClaim, 'restore');
       // Head: its old name, which sorts before everything published after it. Tail: a new name, sorting last.
-      const name = position === 'head' ? asRedelivered(fileClaim.messageName) : this.#names.next(true);
+      const name =
+        position === 'head' ? (redelivered ? asRedelivered(fileClaim.messageName) : fileClaim.messageName) : this.#names.next(redelivered);
       const target = join(this.layout.bucketDir(fileClaim.queue, fileClaim.bucket), name);
       try {
         await rename(fileClaim.leasePath, target);

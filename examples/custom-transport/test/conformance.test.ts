@@ -19,4 +19,6 @@ defineTransportSuite({
     await transport.abandon();
   },
   recoveryTimeoutMs: VISIBILITY_TIMEOUT_MS * 4,
+  // Its leases: the suite checks that a live holder keeps its messages past them and that noAck claims hold none.
+  leaseMs: VISIBILITY_TIMEOUT_MS,
 });

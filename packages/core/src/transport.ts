@@ -24,6 +24,11 @@ export interface TransportCapabilities {
   readonly fanout: FanoutDelivery | null;
   /** Priority support and direction, or null when priorities are ignored. */
   readonly priorities: PriorityOrder | null;
+  /**
+   * A consumer of several queues is served the most urgent message among all of them first (the virtual transports:
+   * claims take the lowest priority step across the queues); AMQP serves each queue by its own priorities.
+   */
+  readonly prioritiesAcrossQueues?: boolean;
   /** The highest meaningful priority value (9 on virtual transports, `maxPriority` of the queue on AMQP). */
   readonly maxPriority: number;
   /** Queue `messageTtl` is enforced. */

@@ -11,6 +11,7 @@ import {
   type Claim,
   type ClaimOptions,
   type ExchangeType,
+  type RestoreOptions,
   type StoredMessage,
   type VirtualStore,
   type VirtualStoreFeatures,
@@ -509,11 +510,12 @@ export class RedisStore implements VirtualStore {
     return this.#ackRecorded(redisClaim);
   }
 
-  async restore(claim: Claim, position: 'head' | 'tail'): Promise<void> {
+  async restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
     const redisClaim = claim as RedisClaim;
     const { token, queue, step, raw, tag } = redisClaim;
     const target = this.layout.listKey(queue, step);
-    const envelope = markRedelivered(raw);
+    // A claim never handed to a consumer (read ahead, then cancelled) goes back exactly as it was.
+    const envelope = options.redelivered === false ? raw : markRedelivered(raw);
     if (token === '') {
       // A noAck claim lives only in this process (the consumer was cancelled before handing it out).
       await (position === 'head' ? this.commands.rpush(target, envelope) : this.commands.lpush(target, envelope));

@@ -36,6 +36,9 @@ if (up) {
       transport.terminate();
     },
     recoveryTimeoutMs: LEASE_MS * 4,
+    leaseMs: LEASE_MS,
+    // A process frozen past its lease: it claims and settles, but its heartbeat never comes.
+    createStalled: () => makeTransport(prefix, { pollIntervalMs: 250, leaseMs: LEASE_MS, leaseRenewIntervalMs: 1_000_000, sweepIntervalMs: 200 }),
   });
 } else {
   // A file with no test at all fails the run; this one says why it has none (brokerReachable printed the reason).

@@ -8,6 +8,7 @@ import { declarationGroup } from './declaration';
 import { delayedDeliveryGroup } from './delayed-delivery';
 import { deliveryGuaranteesGroup } from './delivery-guarantees';
 import { fairnessGroup } from './fairness';
+import { leasesGroup } from './leases';
 import { mailboxGroup } from './mailbox';
 import { messageTtlGroup } from './message-ttl';
 import { modelGroup } from './model-based';
@@ -40,6 +41,7 @@ export const conformanceGroups: readonly ConformanceGroup[] = [
   delayedDeliveryGroup,
   messageTtlGroup,
   crashRecoveryGroup,
+  leasesGroup,
   mailboxGroup,
   modelGroup,
 ];
@@ -53,6 +55,7 @@ export * from './declaration';
 export * from './delayed-delivery';
 export * from './delivery-guarantees';
 export * from './fairness';
+export * from './leases';
 export * from './mailbox';
 export * from './message-ttl';
 export * from './model-based';

@@ -73,6 +73,26 @@ export async function checkRequeueKeepsPriority(context: ConformanceContext): Pr
   expect((await context.drain(channel, queue)).map(bodyText)).toEqual(['routine-0', 'routine-1', 'routine-2']);
 }
 
+/**
+ * A consumer of several queues is served the most urgent message among all of them first, whichever queue holds
+ * it (the virtual transports' contract; AMQP serves each queue by its own priorities and skips this).
+ */
+export async function checkPriorityAcrossQueues(context: ConformanceContext): Promise<void> {
+  const levels = [...context.priorityLevels].sort((a, b) => servingRank(context, a) - servingRank(context, b));
+  const urgent = levels[0] as number;
+  const routine = levels[levels.length - 1] as number;
+  const first = await context.priorityQueue('first');
+  const second = await context.priorityQueue('second');
+  const channel = await context.channel();
+  for (const id of ['routine-0', 'routine-1']) await channel.publish('', first, testMessage(id, { properties: { priority: routine } }));
+  await channel.publish('', second, testMessage('urgent', { properties: { priority: urgent } }));
+  await context.waitForDepth(first, 2);
+  await context.waitForDepth(second, 1);
+  const { log } = await recordingConsumer(await context.channel(), [first, second], { prefetch: 1 });
+  await log.waitForCount(context, 3);
+  expect(log.ids[0], 'the most urgent message of all the consumed queues comes first').toBe('urgent');
+}
+
 export const prioritiesGroup: ConformanceGroup = {
   name: 'priorities',
   skipReason: (setup) => {
@@ -84,5 +104,10 @@ export const prioritiesGroup: ConformanceGroup = {
     { name: 'get serves priorities in the reported order, FIFO within a priority', run: checkPriorityOrderByGet },
     { name: 'consume serves priorities in the reported order, FIFO within a priority', run: checkPriorityOrderByConsume },
     { name: 'a requeued message keeps its priority', run: checkRequeueKeepsPriority },
+    {
+      name: 'a consumer of several queues gets the most urgent message of all of them first',
+      run: checkPriorityAcrossQueues,
+      skipReason: (setup) => (setup.capabilities.prioritiesAcrossQueues ? undefined : 'transport does not report prioritiesAcrossQueues'),
+    },
   ],
 };

@@ -1,4 +1,4 @@
-import { Binding, Exchange, type ExchangeType } from '@kq/core';
+import { Binding, Exchange, Queue, type ExchangeType } from '@kq/core';
 import { expect } from 'vitest';
 import type { ConformanceContext } from '../conformance-context';
 import type { ConformanceGroup } from '../conformance-check';
@@ -166,6 +166,24 @@ export async function checkConcurrentPublishOrder(context: ConformanceContext): 
   await expectQueueHolds(context, queue, ids, { ordered: true });
 }
 
+/**
+ * Deleting a queue deletes its bindings (as on AMQP): a later publish through the exchange — from this process or
+ * another — routes nowhere, so a queue declared again under that name starts empty and unbound.
+ */
+export async function checkDeleteQueueDropsBindings(context: ConformanceContext): Promise<void> {
+  const exchange = await context.declareExchange('x', { type: 'direct' });
+  const queue = await context.declareQueue('bound', { exchange: new Exchange(exchange, { type: 'direct' }), routingKey: 'k' });
+  const admin = await context.admin();
+  const other = await context.channel(await context.openTransport());
+  await context.publishIds(other, exchange, 'k', ['before-delete']); // the other process has routed through the binding
+  await admin.deleteQueue(queue);
+  await context.publishIds(admin, exchange, 'k', ['after-delete-here']);
+  await context.publishIds(other, exchange, 'k', ['after-delete-there']);
+  await admin.declareQueue(new Queue(queue));
+  await quietPeriod(context.ms(200));
+  await expectQueueHolds(context, queue, []);
+}
+
 export const routingGroup: ConformanceGroup = {
   name: 'routing',
   checks: [
@@ -188,6 +206,7 @@ export const routingGroup: ConformanceGroup = {
     },
     { name: 'headers: x-match all and any', run: checkHeadersRouting, skipReason: needsExchangeType('headers') },
     { name: 'concurrent publishes on one channel land in the order they were made', run: checkConcurrentPublishOrder },
+    { name: "deleting a queue deletes its bindings: later publishes, from any process, do not reach its name", run: checkDeleteQueueDropsBindings },
     { name: 'a batch routes and orders as one publish each would', run: checkBatchPublish, skipReason: needsExchangeType('topic') },
   ],
 };

@@ -140,7 +140,21 @@ export class VirtualConsumer implements ConsumerHandle {
     }
     // Served queues go to the back first, so a claim made ahead already starts from the right queue.
     for (const claim of claims) this.#cycle.rotate(claim.queue);
-    for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
+    this.#deliverAll(claims);
+  }
+
+  /**
+   * Hands claims to the handler one by one; once a handler cancelled this consumer, the rest of the batch goes back
+   * undelivered (unmarked) instead of reaching a consumer that asked for no more.
+   */
+  #deliverAll(claims: readonly Claim[]): void {
+    for (let i = 0; i < claims.length; i++) {
+      if (this.#cancelled) {
+        void this.#channel.returnUndelivered(claims.slice(i));
+        return;
+      }
+      this.#channel.deliver(this, claims[i] as Claim, this.#options.onMessage);
+    }
   }
 
   async #run(): Promise<void> {
@@ -184,7 +198,7 @@ export class VirtualConsumer implements ConsumerHandle {
         for (const claim of claims) this.#cycle.rotate(claim.queue);
         const room = this.#room();
         if (room > 0) ahead = this.#claim(room, 0);
-        for (const claim of claims) this.#channel.deliver(this, claim, this.#options.onMessage);
+        this.#deliverAll(claims);
       } else {
         this.#handOut(claims);
       }

@@ -55,6 +55,7 @@ export abstract class VirtualTransport extends TypedEmitter<TransportEvents> imp
       exchangeTypes: ['direct', 'topic', 'fanout', 'headers'],
       fanout: store.features.fanout,
       priorities: store.features.priorities ? 'lower-first' : null,
+      prioritiesAcrossQueues: store.features.priorities,
       maxPriority: VIRTUAL_MAX_PRIORITY,
       messageTtl: false,
       deadLettering: true,
