@@ -1,6 +1,6 @@
 import {
   ConnectionLost,
-  MemoryBroker,
+  type MemoryBroker,
   MemoryStore,
   StaleDeliveryError,
   VirtualTransport,
