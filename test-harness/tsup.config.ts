@@ -1,11 +1,20 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  shims: true,
-});
+export default defineConfig([
+  {
+    entry: ['src/index.ts'],
+    format: ['esm', 'cjs'],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: 'node20',
+    shims: true,
+  },
+  {
+    // The peer process the suite runs as a second OS process: a script (top-level await), so ESM only.
+    entry: ['src/peer-process.ts'],
+    format: ['esm'],
+    sourcemap: true,
+    target: 'node20',
+  },
+]);

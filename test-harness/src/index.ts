@@ -20,6 +20,7 @@ export { ConditionTimeout, quietPeriod, sleep, waitFor, type Description } from 
 export { expectError } from './expect-error';
 export { DeliveryLog, recordingConsumer, type ArrivalPolicy } from './delivery-log';
 export { expectQueueHolds } from './queue-contents';
+export { startPeerConsumer, type PeerConsumer } from './peer';
 export { bodyText, duplicatesOf, messageIds, seededRandom, shuffled, testMessage, type TestMessageExtras } from './test-messages';
 export { QueueModel, type AllowedNext, type SettleAction } from './model/queue-model';
 export * from './groups/index';

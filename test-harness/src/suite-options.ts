@@ -43,6 +43,15 @@ export interface TransportSuiteOptions {
    * delivery back, the frozen one's ack is refused with `StaleDeliveryError` and changes nothing.
    */
   createStalled?: () => Transport | Promise<Transport>;
+  /**
+   * A module a second OS process imports to make a transport on the same broker: its `createTransport()` export (or
+   * default export) is called with no arguments; a `.ts` module loads through tsx. Enables the checks that kill a
+   * real process with SIGKILL mid-delivery, so crash recovery is proven across processes, not only across
+   * transports in one event loop.
+   */
+  peerModule?: string;
+  /** Environment for the peer process: what its module reads to reach this run's broker namespace. */
+  peerEnv?: Readonly<Record<string, string>>;
   /** Priority values the suite publishes with; each must be its own bucket. Default [0, 3, 6, 9] (Kombu's steps). */
   priorityLevels?: readonly number[];
   /**
@@ -79,6 +88,8 @@ export interface SuiteSetup {
   readonly recoveryTimeoutMs: number;
   readonly leaseMs: number | undefined;
   readonly createStalled: (() => Transport | Promise<Transport>) | undefined;
+  readonly peerModule: string | undefined;
+  readonly peerEnv: Readonly<Record<string, string>>;
   readonly priorityLevels: readonly number[];
   readonly delayResolutionMs: number;
   readonly modelRuns: number;
@@ -102,6 +113,8 @@ export async function resolveSuiteSetup(options: TransportSuiteOptions): Promise
     recoveryTimeoutMs: options.recoveryTimeoutMs ?? 10_000,
     leaseMs: options.leaseMs,
     createStalled: options.createStalled,
+    peerModule: options.peerModule,
+    peerEnv: { ...(options.peerEnv ?? {}) },
     priorityLevels: [...new Set(levels)].sort((a, b) => a - b),
     delayResolutionMs: options.delayResolutionMs ?? 1,
     modelRuns: options.modelRuns ?? 25,

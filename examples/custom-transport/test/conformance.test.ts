@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { defineTransportSuite } from '@kq/test-harness';
 import { FileSystemTransport } from '../src/index';
@@ -21,4 +22,6 @@ defineTransportSuite({
   recoveryTimeoutMs: VISIBILITY_TIMEOUT_MS * 4,
   // Its leases: the suite checks that a live holder keeps its messages past them and that noAck claims hold none.
   leaseMs: VISIBILITY_TIMEOUT_MS,
+  peerModule: fileURLToPath(new URL('./conformance-peer.ts', import.meta.url)),
+  peerEnv: { KQ_PEER_ROOT: root, KQ_PEER_VISIBILITY_MS: String(VISIBILITY_TIMEOUT_MS) },
 });

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, it } from 'vitest';
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
 import { amqplib, type AmqplibChannel, type AmqplibConnection } from '../src/amqplib-loader';
@@ -60,6 +61,8 @@ if (up) {
     name: 'amqp',
     create: () => new AmqpTransport(AMQP_URL, { delayLadderPrefix: ladderPrefix, connectionName: name('suite'), resubscribeInterval: 200 }),
     probe: { queueDepth: (queue) => probe.queueDepth(queue) },
+    peerModule: fileURLToPath(new URL('./conformance-peer.ts', import.meta.url)),
+    peerEnv: { KQ_PEER_URL: AMQP_URL },
     skipChecks: {
       checkCancelMidStreamKeepsMessagesFresh:
         'RabbitMQ marks every message it pushed to a consumer redelivered when it comes back, read-ahead (prefetched) ones included (AMQP 0-9-1)',

@@ -1,7 +1,8 @@
+import { fileURLToPath } from 'node:url';
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
 import { afterAll, describe, it } from 'vitest';
 import { PostgresTransport } from '../src/index';
-import { dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+import { POSTGRES_URL, dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
 
 // Every transport of the run shares one set of tables (a second transport stands for a second process); the suite
 // isolates tests by entity name and deletes what it declares; the tables go when the file is done.
@@ -38,6 +39,8 @@ if (up) {
     },
     recoveryTimeoutMs: LEASE_MS * 4,
     leaseMs: LEASE_MS,
+    peerModule: fileURLToPath(new URL('./conformance-peer.ts', import.meta.url)),
+    peerEnv: { KQ_PEER_URL: POSTGRES_URL, KQ_PEER_QUEUE_TABLE: tables.queueTable, KQ_PEER_MESSAGE_TABLE: tables.messageTable, KQ_PEER_LEASE_MS: String(LEASE_MS) },
     // A process frozen past its lease: it claims and settles, but its heartbeat never comes.
     createStalled: () => makeTransport(tables, { pollIntervalMs: 250, leaseMs: LEASE_MS, leaseRenewIntervalMs: 1_000_000, sweepIntervalMs: 200 }),
   });

@@ -1,7 +1,8 @@
+import { fileURLToPath } from 'node:url';
 import { brokerReachable, defineTransportSuite } from '@kq/test-harness';
 import { afterAll, describe, it } from 'vitest';
 import { RedisTransport } from '../src/index';
-import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
+import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix } from './helpers/redis-test-env';
 
 // Every transport of the run shares one key prefix (a second transport stands for a second process); the suite
 // isolates tests by entity name and deletes what it declares; the prefix goes when the file is done.
@@ -37,6 +38,8 @@ if (up) {
     },
     recoveryTimeoutMs: LEASE_MS * 4,
     leaseMs: LEASE_MS,
+    peerModule: fileURLToPath(new URL('./helpers/conformance-peer.ts', import.meta.url)),
+    peerEnv: { KQ_PEER_URL: redisUrl(0), KQ_PEER_PREFIX: prefix, KQ_PEER_LEASE_MS: String(LEASE_MS) },
     // A process frozen past its lease: it claims and settles, but its heartbeat never comes.
     createStalled: () => makeTransport(prefix, { pollIntervalMs: 250, leaseMs: LEASE_MS, leaseRenewIntervalMs: 1_000_000, sweepIntervalMs: 200 }),
   });
