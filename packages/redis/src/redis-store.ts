@@ -2,15 +2,12 @@ import { randomUUID } from 'node:crypto';
 import {
   ConnectionLost,
   KqError,
-  Exchange,
   Queue,
   StaleDeliveryError,
-  headersMatch,
-  kombuTopicPattern,
   type BindingRecord,
   type Claim,
   type ClaimOptions,
-  type ExchangeType,
+  type Exchange,
   type RestoreOptions,
   type StoredMessage,
   type VirtualStore,
@@ -25,7 +22,7 @@ import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
-import { InferredExchange } from './inferred-exchange';
+import { RedisBindings } from './redis-bindings';
 import type { KeyLayout } from './key-layout';
 import { LeaseKeeper } from './lease-keeper';
 import { ACK, CLAIM, DRAIN_LISTS, QUARANTINE, RENEW, RESTORE } from './lua-scripts';
@@ -134,8 +131,8 @@ export class RedisStore implements VirtualStore {
   /** Rejected task messages with no dead-letter exchange to go to (`_kq.dead`). */
   readonly deadLetters: DeadLetterList;
   readonly #pushes: PushBatcher;
-  /** Exchange types this process knows (declared, looked up or inferred), for binding patterns. */
-  readonly #exchangeTypes = new Map<string, ExchangeType>();
+  /** Exchanges and bindings, in Kombu's binding sets. */
+  readonly bindings: RedisBindings;
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
   #commands: Redis | undefined;
@@ -164,6 +161,7 @@ export class RedisStore implements VirtualStore {
       holding: (count, error) =>
         this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
     });
+    this.bindings = new RedisBindings(() => this.commands, settings.layout);
     this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
     this.#leases = new LeaseKeeper({
@@ -289,98 +287,45 @@ export class RedisStore implements VirtualStore {
     return this.#requireSweeper().sweepVisibility();
   }
 
-  // ——— exchanges and bindings ———
+  // ——— exchanges and bindings (kept where Kombu keeps them; see RedisBindings) ———
 
-  async declareExchange(exchange: Exchange): Promise<void> {
-    await this.commands.hset(this.layout.key('exchanges'), exchange.name, JSON.stringify(exchange.toJSON()));
-    this.#exchangeTypes.set(exchange.name, exchange.type);
+  declareExchange(exchange: Exchange): Promise<void> {
+    return this.bindings.declareExchange(exchange);
   }
 
-  /** A declaration a kq process stored (Kombu stores none). See `inferExchange` for Python-only exchanges. */
-  async lookupExchange(name: string): Promise<Exchange | undefined> {
-    const stored = await this.commands.hget(this.layout.key('exchanges'), name);
-    const exchange = stored === null ? undefined : parseExchange(name, stored);
-    if (exchange) this.#exchangeTypes.set(name, exchange.type);
-    return exchange;
+  lookupExchange(name: string): Promise<Exchange | undefined> {
+    return this.bindings.lookupExchange(name);
   }
 
   /** An exchange known only from its Kombu binding set (declared by a Python process), with a guessed type. */
-  async inferExchange(name: string): Promise<Exchange | undefined> {
-    const members = await this.commands.smembers(this.layout.bindingKey(name));
-    if (members.length === 0) return undefined;
-    const patterns = members.map((member) => this.layout.parseBindingMember(member)?.pattern ?? '');
-    const type: ExchangeType = patterns.some((pattern) => pattern.startsWith('^'))
-      ? 'topic'
-      : patterns.some((pattern) => pattern.startsWith('{'))
-        ? 'headers'
-        : 'direct';
-    if (!this.#exchangeTypes.has(name)) this.#exchangeTypes.set(name, type);
-    return new InferredExchange(name, type);
+  inferExchange(name: string): Promise<Exchange | undefined> {
+    return this.bindings.inferExchange(name);
   }
 
-  async deleteExchange(name: string): Promise<void> {
-    await this.commands.multi().hdel(this.layout.key('exchanges'), name).del(this.layout.bindingKey(name)).exec();
-    this.#exchangeTypes.delete(name);
+  deleteExchange(name: string): Promise<void> {
+    return this.bindings.deleteExchange(name);
   }
 
-  async addBinding(exchange: string, binding: BindingRecord): Promise<void> {
-    const { member, type } = await this.#member(exchange, binding);
-    const transaction = this.commands
-      .multi()
-      .sadd(this.layout.bindingKey(exchange), member)
-      .sadd(this.layout.boundExchangesKey(binding.queue), exchange);
-    if (type === 'fanout') transaction.sadd(this.layout.fanoutBindingsKey(binding.queue), exchange + this.layout.sep + binding.routingKey);
-    await transaction.exec();
+  addBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    return this.bindings.addBinding(exchange, binding);
   }
 
-  async removeBinding(exchange: string, binding: BindingRecord): Promise<void> {
-    const { member } = await this.#member(exchange, binding);
-    await this.commands
-      .multi()
-      .srem(this.layout.bindingKey(exchange), member)
-      .srem(this.layout.fanoutBindingsKey(binding.queue), exchange + this.layout.sep + binding.routingKey)
-      .exec();
+  removeBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    return this.bindings.removeBinding(exchange, binding);
   }
 
   /** The fanout bindings of a queue that kq processes declared (exchange, binding key). */
-  async fanoutBindingsOf(queue: string): Promise<Array<{ exchange: string; routingKey: string }>> {
-    const members = await this.commands.smembers(this.layout.fanoutBindingsKey(queue));
-    return members.map((member) => {
-      const at = member.lastIndexOf(this.layout.sep);
-      return { exchange: member.slice(0, at), routingKey: member.slice(at + this.layout.sep.length) };
-    });
+  fanoutBindingsOf(queue: string): Promise<Array<{ exchange: string; routingKey: string }>> {
+    return this.bindings.fanoutBindingsOf(queue);
   }
 
-  async listBindings(exchange: string): Promise<readonly BindingRecord[]> {
-    const members = await this.commands.smembers(this.layout.bindingKey(exchange));
-    const records: BindingRecord[] = [];
-    for (const member of members) {
-      const parsed = this.layout.parseBindingMember(member);
-      if (!parsed) continue;
-      records.push({ queue: parsed.queue, routingKey: parsed.routingKey, arguments: bindingArguments(parsed.pattern) });
-    }
-    return records;
+  listBindings(exchange: string): Promise<readonly BindingRecord[]> {
+    return this.bindings.listBindings(exchange);
   }
 
-  /**
-   * The queues a delivery published to (exchange, routing key) is restored to, the way Kombu's `_lookup` finds them
-   * from the binding set alone: '' routes to the queue named by the key; a member with a topic regex matches by it
-   * (Kombu's regex), a headers member by the headers, any other by equal routing key.
-   */
-  async routeForRestore(exchange: string, routingKey: string, headers: Record<string, unknown>): Promise<string[]> {
-    if (exchange === '') return routingKey === '' ? [] : [routingKey];
-    const queues = new Set<string>();
-    for (const member of await this.commands.smembers(this.layout.bindingKey(exchange))) {
-      const parsed = this.layout.parseBindingMember(member);
-      if (!parsed) continue;
-      const { pattern } = parsed;
-      let hit: boolean;
-      if (pattern.startsWith('^')) hit = kombuRegex(pattern)?.test(routingKey) ?? false;
-      else if (pattern.startsWith('{')) hit = headersMatch(bindingArguments(pattern), headers);
-      else hit = parsed.routingKey === routingKey;
-      if (hit) queues.add(parsed.queue);
-    }
-    return [...queues];
+  /** The queues a delivery published to (exchange, routing key) goes back to, as Kombu's `_lookup` finds them. */
+  routeForRestore(exchange: string, routingKey: string, headers: Record<string, unknown>): Promise<string[]> {
+    return this.bindings.routeForRestore(exchange, routingKey, headers);
   }
 
   // ——— queues ———
@@ -409,7 +354,7 @@ export class RedisStore implements VirtualStore {
 
   async deleteQueue(name: string): Promise<number> {
     const count = Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
-    await this.#removeBindingsOf(name);
+    await this.bindings.removeBindingsOf(name);
     await this.commands
       .multi()
       .hdel(this.layout.key('queues'), name)
@@ -731,45 +676,6 @@ export class RedisStore implements VirtualStore {
     );
   }
 
-  async #member(exchange: string, binding: BindingRecord): Promise<{ member: string; type: ExchangeType }> {
-    let type = this.#exchangeTypes.get(exchange);
-    if (type === undefined) type = (await this.lookupExchange(exchange))?.type ?? 'direct';
-    const pattern =
-      type === 'topic'
-        ? kombuTopicPattern(binding.routingKey)
-        : type === 'headers'
-          ? stableJson(binding.arguments)
-          : '';
-    return { member: this.layout.bindingMember({ routingKey: binding.routingKey, pattern, queue: binding.queue }), type };
-  }
-
-  /**
-   * Deleting a queue removes its bindings everywhere, as on AMQP (Kombu only removes the one it declared): on every
-   * exchange a kq process bound it to, and on every exchange a kq process declared (which covers bindings a Python
-   * process made there). Found through those two indexes rather than by scanning the keyspace, which on a Redis
-   * holding millions of results would make every worker shutdown (its pidbox queue goes) a full scan.
-   */
-  async #removeBindingsOf(queue: string): Promise<void> {
-    const commands = this.commands;
-    const [bound, declared] = await Promise.all([commands.smembers(this.layout.boundExchangesKey(queue)), commands.hkeys(this.layout.key('exchanges'))]);
-    const exchanges = [...new Set([...bound, ...declared])];
-    if (exchanges.length === 0) return;
-    const lookup = commands.pipeline();
-    for (const exchange of exchanges) lookup.smembers(this.layout.bindingKey(exchange));
-    const members = (await lookup.exec()) ?? [];
-    const removal = commands.pipeline();
-    let stale = 0;
-    exchanges.forEach((exchange, index) => {
-      const [error, value] = members[index] ?? [null, []];
-      if (error) throw error;
-      const ofQueue = (value as string[]).filter((member) => this.layout.parseBindingMember(member)?.queue === queue);
-      if (ofQueue.length === 0) return;
-      removal.srem(this.layout.bindingKey(exchange), ...ofQueue);
-      stale += ofQueue.length;
-    });
-    if (stale > 0) await removal.exec();
-  }
-
   #watchConnection(commands: Redis): void {
     commands.on('ready', () => {
       if (this.#everReady) this.#settings.onConnectionState('ready');
@@ -821,29 +727,6 @@ async function quit(client: Redis | undefined): Promise<void> {
   client.disconnect();
 }
 
-function parseExchange(name: string, stored: string): Exchange | undefined {
-  try {
-    const value = JSON.parse(stored) as {
-      type?: ExchangeType;
-      durable?: boolean;
-      autoDelete?: boolean;
-      internal?: boolean;
-      deliveryMode?: 1 | 2 | null;
-      arguments?: Record<string, unknown>;
-    };
-    return new Exchange(name, {
-      ...(value.type ? { type: value.type } : {}),
-      ...(value.durable === undefined ? {} : { durable: value.durable }),
-      ...(value.autoDelete === undefined ? {} : { autoDelete: value.autoDelete }),
-      ...(value.internal === undefined ? {} : { internal: value.internal }),
-      ...(value.deliveryMode ? { deliveryMode: value.deliveryMode } : {}),
-      arguments: value.arguments ?? {},
-    });
-  } catch {
-    return undefined;
-  }
-}
-
 function queueOptions(queue: Queue): Record<string, unknown> {
   return {
     durable: queue.durable,
@@ -859,43 +742,6 @@ function queueOptions(queue: Queue): Record<string, unknown> {
     queueType: queue.queueType,
     arguments: queue.extraArguments,
   };
-}
-
-/** JSON with sorted keys, so equal binding arguments make equal members whatever their order. */
-function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) =>
-    item && typeof item === 'object' && !Array.isArray(item)
-      ? Object.fromEntries(Object.entries(item as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : item,
-  );
-}
-
-/** Headers-exchange members carry their binding arguments as JSON where Kombu puts a topic regex. */
-function bindingArguments(pattern: string): Record<string, unknown> {
-  if (!pattern.startsWith('{')) return {};
-  try {
-    const value = JSON.parse(pattern) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-const regexCache = new Map<string, RegExp | null>();
-
-/** Kombu's topic regexes are Python `re` syntax; the subset Kombu writes means the same in JavaScript. */
-function kombuRegex(pattern: string): RegExp | null {
-  let regex = regexCache.get(pattern);
-  if (regex === undefined) {
-    try {
-      regex = new RegExp(pattern);
-    } catch {
-      regex = null;
-    }
-    if (regexCache.size > 10_000) regexCache.clear();
-    regexCache.set(pattern, regex);
-  }
-  return regex;
 }
 
 export function newStoreId(): string {
