@@ -18,7 +18,7 @@ export interface CaseOutcome {
  * Null when no run succeeded. (Reports flag cases where some runs failed.)
  */
 export type CaseFigures =
-  | { kind: 'rate'; rate: Summary; workerCpuUs: Summary | null; redisCpuUs: Summary | null }
+  | { kind: 'rate'; rate: Summary; workerCpuUs: Summary | null; redisCpuUs: Summary | null; rssIdleMiB: Summary | null; rssPeakMiB: Summary | null }
   | { kind: 'latency'; p50: Summary; p99: Summary };
 
 export function figures(outcome: CaseOutcome): CaseFigures | null {
@@ -26,6 +26,8 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
   const rates: number[] = [];
   const workerCpu: number[] = [];
   const redisCpu: number[] = [];
+  const rssIdle: number[] = [];
+  const rssPeak: number[] = [];
   const p50s: number[] = [];
   const p99s: number[] = [];
   for (const run of outcome.runs) {
@@ -33,6 +35,8 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
       rates.push(run.perSecond);
       if (run.workerCpuUs !== undefined) workerCpu.push(run.workerCpuUs);
       if (run.redisCpuUs !== undefined) redisCpu.push(run.redisCpuUs);
+      if (run.rssIdleMiB !== undefined) rssIdle.push(run.rssIdleMiB);
+      if (run.rssPeakMiB !== undefined) rssPeak.push(run.rssPeakMiB);
     } else {
       p50s.push(run.p50);
       p99s.push(run.p99);
@@ -44,6 +48,8 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
       rate: summarize(rates),
       workerCpuUs: workerCpu.length > 0 ? summarize(workerCpu) : null,
       redisCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
+      rssIdleMiB: rssIdle.length > 0 ? summarize(rssIdle) : null,
+      rssPeakMiB: rssPeak.length > 0 ? summarize(rssPeak) : null,
     };
   }
   return { kind: 'latency', p50: summarize(p50s), p99: summarize(p99s) };

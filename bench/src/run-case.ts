@@ -1,11 +1,11 @@
 // One run of one case: clean broker state, the runner processes the workload needs, the measurement, and the
 // completeness checks (nothing lost, nothing left unacked) — all read back from the broker.
-import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpAdmin, Leftover, PostgresAdmin, RedisAdmin } from './broker-admin';
 import { queueName, type BenchCase } from './cases';
 import { READY_LINE, STARTING_PREFIX, celeryNodeTaskId, type DrainResult, type Role, type RunnerResult, type RunnerSpec } from './protocol';
 import { RunnerProcess } from './runner-process';
+import { processTreeCpuUs, processTreeRssBytes, sampleRssPeak } from './process-tree';
 import { percentile } from './stats';
 import { runnerCommand } from './systems';
 
@@ -32,6 +32,9 @@ export type RunMeasurement =
       workerCpuUs?: number;
       /** W2 on Redis: Redis's command CPU per task, µs (`INFO commandstats`). */
       redisCpuUs?: number;
+      /** W2: resident memory of the worker process(es) waiting for work, and the most seen during the drain, MiB. */
+      rssIdleMiB?: number;
+      rssPeakMiB?: number;
     }
   | { kind: 'latency'; p50: number; p99: number };
 
@@ -85,12 +88,18 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
   const redis = c.broker === 'redis' ? settings.redis : null;
   await redis?.resetStats();
   let result: DrainResult;
+  let memory: { idle: number | null; peak: number | null };
   if (early) {
+    const idle = processTreeRssBytes(early.pid);
+    const peak = sampleRssPeak(early.pid);
     early.go();
     result = expect(await early.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'drain', c);
+    memory = { idle, peak: peak.stop() };
   } else {
     const worker = start('drain', settings.n);
-    result = await drainWatchedAtBroker(c, settings, worker);
+    const watched = await drainWatchedAtBroker(c, settings, worker);
+    result = watched.result;
+    memory = watched.memory;
     await worker.stop();
   }
   const redisUsec = redis ? await redis.commandUsec() : null;
@@ -110,19 +119,30 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     perSecond: settings.n / (result.elapsedMs / 1000),
     ...(result.cpuUs === undefined ? {} : { workerCpuUs: result.cpuUs / settings.n }),
     ...(redisUsec === null ? {} : { redisCpuUs: redisUsec / settings.n }),
+    ...(memory.idle === null ? {} : { rssIdleMiB: memory.idle / MIB }),
+    ...(memory.peak === null ? {} : { rssPeakMiB: memory.peak / MIB }),
   };
 }
+
+const MIB = 1024 * 1024;
 
 /**
  * Python Celery's worker cannot report its own last ack, so its drain is timed from the worker's `worker_init`
  * signal (printed with its clock) to the moment the broker holds neither queued nor unacked messages, polled every
  * 5 ms and confirmed by a second look (a message is briefly in neither place between BRPOP and its unacked record).
  */
-async function drainWatchedAtBroker(c: BenchCase, settings: RunSettings, worker: RunnerProcess): Promise<DrainResult> {
+async function drainWatchedAtBroker(
+  c: BenchCase,
+  settings: RunSettings,
+  worker: RunnerProcess,
+): Promise<{ result: DrainResult; memory: { idle: number | null; peak: number | null } }> {
   const starting = await worker.waitForLine((line) => line.startsWith(STARTING_PREFIX), settings.stepTimeoutMs, 'starting');
   const startedAt = Number(starting.line.slice(STARTING_PREFIX.length));
-  // Python's worker reports nothing of its own: its CPU (prefork children included) is read from /proc.
+  // Python's worker reports nothing of its own: its CPU and memory (prefork children included) are read from /proc.
+  // It starts on a full queue, so its "idle" memory is what it holds at its start signal.
   const cpuAtStart = processTreeCpuUs(worker.pid);
+  const idle = processTreeRssBytes(worker.pid);
+  const peak = sampleRssPeak(worker.pid);
   const deadline = Date.now() + settings.stepTimeoutMs;
   let emptySince: number | null = null;
   for (;;) {
@@ -131,13 +151,17 @@ async function drainWatchedAtBroker(c: BenchCase, settings: RunSettings, worker:
       if (emptySince !== null) {
         const cpuAtEnd = processTreeCpuUs(worker.pid);
         const cpu = cpuAtStart !== null && cpuAtEnd !== null ? { cpuUs: cpuAtEnd - cpuAtStart } : {};
-        return { kind: 'drain', elapsedMs: emptySince - startedAt, processed: settings.n, distinct: settings.n, ...cpu };
+        return {
+          result: { kind: 'drain', elapsedMs: emptySince - startedAt, processed: settings.n, distinct: settings.n, ...cpu },
+          memory: { idle, peak: peak.stop() },
+        };
       }
       emptySince = Date.now();
     } else {
       emptySince = null;
     }
     if (Date.now() > deadline) {
+      peak.stop();
       throw new RunFailure(`${c.label}: the drain did not finish within ${settings.stepTimeoutMs / 1000} s; the broker still holds ${describeLeftover(left)}. Worker output:\n${worker.tail()}`);
     }
     await sleep(POLL_MS);
@@ -233,40 +257,3 @@ function expect<K extends RunnerResult['kind']>(result: RunnerResult, kind: K, c
   if (result.kind !== kind) throw new RunFailure(`${c.label}: expected a ${kind} result, got ${result.kind}.`);
   return result as Extract<RunnerResult, { kind: K }>;
 }
-
-/** User + system CPU of a process and its descendants, µs, from /proc (Linux); null where /proc cannot tell. */
-function processTreeCpuUs(root: number | undefined): number | null {
-  if (root === undefined) return null;
-  let ticks: number;
-  try {
-    const stats = new Map<number, { parent: number; cpu: number }>();
-    for (const entry of readdirSync('/proc')) {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid)) continue;
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        stats.set(pid, { parent: Number(fields[1]), cpu: Number(fields[11]) + Number(fields[12]) });
-      } catch {
-        // gone meanwhile
-      }
-    }
-    const tree = new Set([root]);
-    for (let grew = true; grew; ) {
-      grew = false;
-      for (const [pid, { parent }] of stats) {
-        if (tree.has(parent) && !tree.has(pid)) {
-          tree.add(pid);
-          grew = true;
-        }
-      }
-    }
-    ticks = [...tree].reduce((sum, pid) => sum + (stats.get(pid)?.cpu ?? 0), 0);
-  } catch {
-    return null;
-  }
-  return (ticks / CLOCK_TICKS_PER_SECOND) * 1e6;
-}
-
-/** Linux's USER_HZ, which /proc reports CPU time in. */
-const CLOCK_TICKS_PER_SECOND = 100;

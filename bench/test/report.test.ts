@@ -24,7 +24,7 @@ const outcomes: CaseOutcome[] = [
   rate('redis.W1.bee-queue.awaited', 9_000, 10_000, 11_000),
   rate('redis.W1.kq.bulk', 90_000),
   rate('redis.W1.bullmq.bulk', 100_000),
-  { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, redisCpuUs: 12.5 }], failures: [] },
+  { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, redisCpuUs: 12.5, rssIdleMiB: 71.6, rssPeakMiB: 118.2 }], failures: [] },
   rate('redis.W2.kq.c1', 10_000),
   rate('redis.W2.bee-queue.c100', 25_000),
   { ...rate('redis.W2.bee-queue.c1', 5_000, 7_000), failures: ['bee-queue, concurrency 1 [drain, redis] exited with code 1 before reporting a result.'] },
@@ -84,10 +84,12 @@ describe('renderMarkdown', () => {
   it('has a table per workload with median, min, max and kq’s ratio to each row', () => {
     expect(markdown).toContain('### W1 enqueue');
     expect(markdown).toContain('| bee-queue, awaited | 10,000 | 9,000 | 11,000 | 1.60× |');
-    expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× | — | — |');
+    expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× | — | — | — |');
     // Drains show the worker's and Redis's CPU per task where they were measured.
     expect(markdown).toContain('| worker CPU µs/task | Redis CPU µs/task |');
-    expect(markdown).toMatch(/\| \*\*kq, concurrency 100\*\* \| 60,000 .*\| 31\.3 \| 12\.5 \|/);
+    expect(markdown).toMatch(/\| \*\*kq, concurrency 100\*\* \| 60,000 .*\| 31\.3 \| 12\.5 \| 72 \/ 118 \|/);
+    // ... and the worker's resident memory waiting for work and at its peak; rows that did not measure it say so.
+    expect(markdown).toContain('| worker RSS MiB idle / peak |');
     expect(markdown).toMatch(/\| bee-queue \| 0\.400 \| .* \| 1\.14× \| 0\.44× \|/);
   });
 

@@ -50,6 +50,10 @@ describe.skipIf(!up)('runCase (raw ioredis, small N)', () => {
   it('W2: fills, drains after GO, and finds nothing left', async () => {
     const result = await runCase(byKey('redis.W2.raw-ioredis.brpop'), settings);
     expect(result).toMatchObject({ kind: 'rate' });
+    // The worker's resident memory, from /proc, waiting and at its peak (a Node process holds well over 10 MiB).
+    if (result.kind !== 'rate') throw new Error('expected a rate');
+    expect(result.rssIdleMiB).toBeGreaterThan(10);
+    expect(result.rssPeakMiB).toBeGreaterThanOrEqual(result.rssIdleMiB ?? Infinity);
     expect(await settings.redis?.leftover('raw-ioredis', 'kqbench.raw-ioredis')).toEqual({ queued: 0, unacked: 0, failed: 0 });
   }, 30_000);
 

@@ -3,6 +3,7 @@ import { WORKLOAD_TITLES, type BenchCase, type Workload } from '../cases';
 import type { ExtraResult } from '../extras';
 import type { MachineInfo } from '../machine-info';
 import { failureNote, figures, headline, speedup, type CaseOutcome } from '../outcome';
+import type { Summary } from '../stats';
 import type { BrokerKind } from '../protocol';
 import { formatMs, formatRate, formatSpeedup } from './format';
 import { checkTargets } from './targets';
@@ -133,23 +134,29 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   const kq1 = kqReference(rows, (c) => c.concurrency === 1);
   // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
   lines.push(
-    '| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | Redis CPU µs/task |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | Redis CPU µs/task | worker RSS MiB idle / peak |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const outcome of rows) {
     const f = figures(outcome);
     if (!f || f.kind !== 'rate') {
-      lines.push(`| ${outcome.case.label} | failed | | | | | | |`);
+      lines.push(`| ${outcome.case.label} | failed | | | | | | | |`);
       continue;
     }
     const self = outcome.case.system === 'kq';
     lines.push(
       `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
         `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} | ` +
-        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.redisCpuUs)} |`,
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.redisCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |`,
     );
   }
   return lines;
+}
+
+/** Resident memory of the worker while it waits and at its peak during the drain (medians over the runs). */
+function formatMemory(idle: Summary | null, peak: Summary | null): string {
+  if (!idle && !peak) return '—';
+  return `${idle ? idle.median.toFixed(0) : '—'} / ${peak ? peak.median.toFixed(0) : '—'}`;
 }
 
 function latencyTable(rows: readonly CaseOutcome[]): string[] {

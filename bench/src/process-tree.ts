@@ -1,0 +1,89 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux's USER_HZ, which /proc reports CPU time in. */
+const CLOCK_TICKS_PER_SECOND = 100;
+/** Resident pages in /proc/<pid>/statm are 4 KiB on the machines the bench runs on (x86-64, arm64 Linux). */
+const PAGE_BYTES = 4096;
+
+/**
+ * A process and its descendants as /proc (Linux) shows them — how the bench measures every system alike, whatever
+ * language its worker is written in (Python's prefork children included). Null where /proc cannot tell.
+ */
+function processTree(root: number): Set<number> | null {
+  try {
+    const parents = new Map<number, number>();
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        parents.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const tree = new Set([root]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [pid, parent] of parents) {
+        if (tree.has(parent) && !tree.has(pid)) {
+          tree.add(pid);
+          grew = true;
+        }
+      }
+    }
+    return tree;
+  } catch {
+    return null;
+  }
+}
+
+/** User + system CPU of a process and its descendants, µs. */
+export function processTreeCpuUs(root: number | undefined): number | null {
+  const tree = root === undefined ? null : processTree(root);
+  if (!tree) return null;
+  let ticks = 0;
+  for (const pid of tree) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks / CLOCK_TICKS_PER_SECOND) * 1e6;
+}
+
+/** Resident memory of a process and its descendants, bytes. */
+export function processTreeRssBytes(root: number | undefined): number | null {
+  const tree = root === undefined ? null : processTree(root);
+  if (!tree) return null;
+  let pages = 0;
+  for (const pid of tree) {
+    try {
+      pages += Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pages * PAGE_BYTES;
+}
+
+/** Samples a process tree's resident memory until stopped; resolves to the highest value seen (bytes). */
+export function sampleRssPeak(root: number | undefined, everyMs = 50): { stop(): number | null } {
+  let peak: number | null = null;
+  const sample = (): void => {
+    const rss = processTreeRssBytes(root);
+    if (rss !== null) peak = Math.max(peak ?? 0, rss);
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop(): number | null {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
