@@ -17,6 +17,8 @@ import { withClusterSteps } from './cluster/cluster-steps';
 import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
 import { Control } from './control';
 import { currentTask } from './current-task';
+import { loadOpenTelemetry } from './telemetry/open-telemetry';
+import { messagingSystem, startPublishTrace, withTraceHeaders, type PublishTrace } from './telemetry/task-tracing';
 import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
 import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
@@ -74,6 +76,8 @@ export class App implements AppContract {
       // bzip2 is one of Kombu's built-in compressions, so any Celery client may send it: loaded whenever its optional
       // package (compressjs) is installed, named or not.
       .then(() => defaultSerializers.enable(['bzip2']).catch(() => undefined))
+      // OpenTelemetry too, when installed: the first send is then traced like every other.
+      .then(() => loadOpenTelemetry())
       .then(() => {
         this.#codecsLoaded = true;
       });
@@ -214,17 +218,27 @@ export class App implements AppContract {
   /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
     if (!this.#codecsLoaded) await this.#codecs;
-    const prepared = prepareTaskMessage(this, name, args, options, Date.now(), embed);
-    const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
-    if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
-    const delay = prepared.eta ? prepared.eta.getTime() - Date.now() : 0;
-    // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
-    // Python one too) takes it and holds it until its time.
-    const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
-    await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
-    if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
-    if (options.addToParent !== false) currentTask()?.children.push([[prepared.id, null], null]);
-    return prepared.id;
+    const parent = currentTask();
+    const trace = startPublishTrace(name, messagingSystem(this.conf.broker));
+    const traced = withTraceHeaders(options, trace, parent);
+    try {
+      const prepared = prepareTaskMessage(this, name, args, traced, Date.now(), embed);
+      trace?.sent(prepared.id, prepared.routingKey, prepared.exchange.name);
+      const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
+      if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
+      const delay = prepared.eta ? prepared.eta.getTime() - Date.now() : 0;
+      // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
+      // Python one too) takes it and holds it until its time.
+      const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
+      await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
+      if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
+      if (options.addToParent !== false) parent?.children.push([[prepared.id, null], null]);
+      trace?.end();
+      return prepared.id;
+    } catch (error) {
+      trace?.end(error);
+      throw error;
+    }
   }
 
   /**
@@ -235,9 +249,17 @@ export class App implements AppContract {
   async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
     if (!this.#codecsLoaded) await this.#codecs;
     const nowMs = Date.now();
+    const parent = currentTask();
+    const system = messagingSystem(this.conf.broker);
+    const traces: PublishTrace[] = [];
     const prepared = calls.map((call) => {
       const kwargs = call.kwargs ?? {};
-      return prepareTaskMessage(this, call.name, call.args ?? [], call.options ? { ...call.options, kwargs } : { kwargs }, nowMs);
+      const trace = startPublishTrace(call.name, system);
+      if (trace) traces.push(trace);
+      const options = withTraceHeaders(call.options ? { ...call.options, kwargs } : { kwargs }, trace, parent);
+      const message = prepareTaskMessage(this, call.name, call.args ?? [], options, nowMs);
+      trace?.sent(message.id, message.routingKey, message.exchange.name);
+      return message;
     });
     const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
     if (backend?.onTaskCall) await Promise.all(prepared.map((message) => backend.onTaskCall?.(message.id)));
@@ -264,6 +286,7 @@ export class App implements AppContract {
         ),
       ),
     ]);
+    for (const trace of traces) trace.end();
     if (this.conf.taskSendSentEvent) for (const message of prepared) sendTaskSentEvent(this, taskSentFields(message.message, message));
     return prepared.map((message) => new AsyncResult<R>(message.id, backend));
   }

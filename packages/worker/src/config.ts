@@ -1,3 +1,4 @@
+import type { LogFormat } from './logger';
 import type { Queue, RetryPolicy } from '@kq/core';
 
 /** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */
@@ -74,6 +75,8 @@ export interface AppConfig {
   resultChordRetryInterval: number;
   workerPrefetchMultiplier: number;
   workerConcurrency: number;
+  /** How the worker writes its log: Celery's text lines, or one JSON object per line (`kq worker --log-format json`). */
+  workerLogFormat: LogFormat;
   workerSendTaskEvents: boolean;
   /**
    * Redeliveries of one message (a crashed worker, a lost connection, a shutdown that gave it back) before kq fails
@@ -144,6 +147,7 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   resultChordRetryInterval: 1,
   workerPrefetchMultiplier: 4,
   workerConcurrency: 10,
+  workerLogFormat: 'text',
   workerSendTaskEvents: false,
   workerMaxRedeliveries: 10,
   workerPoolRestarts: false,

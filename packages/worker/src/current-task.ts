@@ -3,7 +3,7 @@ import type { ResultTuple } from '@kq/core';
 
 /** What a send needs of the task running around it (Celery's `current_worker_task`). */
 export interface CurrentTask {
-  readonly request: { readonly id: string; readonly rootId: string | null };
+  readonly request: { readonly id: string; readonly rootId: string | null; readonly traceparent?: string | null };
   /** Results of the tasks it sent, stored as its result's `children` (Celery's trail). */
   readonly children: ResultTuple[];
 }

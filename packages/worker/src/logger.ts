@@ -8,24 +8,43 @@ export interface LogRecord {
   logger: string;
   message: string;
   time: Date;
+  /** Structured context (task id and name, ...): the JSON format writes them as fields; the text format omits them. */
+  fields?: Readonly<Record<string, unknown>>;
 }
 
-export type LogSink = (record: LogRecord) => void;
+/** Where records go. A sink with `structured: true` writes fields (JSON); others write Celery's text lines. */
+export type LogSink = ((record: LogRecord) => void) & { readonly structured?: boolean };
+
+/** `text` (Celery's lines, the default) or `json` (one JSON object per line, on pino). */
+export type LogFormat = 'text' | 'json';
 
 /** The worker's logger: Celery-like lines (`[time: LEVEL/name] message`), colour on a TTY, pluggable sink. */
 export class Logger {
   readonly name: string;
   level: LogLevel;
+  /** Context every record of this logger carries (see `with`). */
+  readonly fields: Readonly<Record<string, unknown>> | undefined;
   readonly #sink: LogSink;
 
-  constructor(name: string, options: { level?: LogLevel; sink?: LogSink } = {}) {
+  constructor(name: string, options: { level?: LogLevel; sink?: LogSink; fields?: Readonly<Record<string, unknown>> } = {}) {
     this.name = name;
     this.level = options.level ?? 'info';
     this.#sink = options.sink ?? consoleSink;
+    this.fields = options.fields;
+  }
+
+  /** True when the sink writes structured records (so building fields per record is worth it). */
+  get structured(): boolean {
+    return (this.#sink as { structured?: boolean }).structured === true;
   }
 
   child(name: string): Logger {
-    return new Logger(name, { level: this.level, sink: this.#sink });
+    return new Logger(name, { level: this.level, sink: this.#sink, ...(this.fields ? { fields: this.fields } : {}) });
+  }
+
+  /** The same logger with more context on every record (e.g. the task id a task's `ctx.log` lines carry). */
+  with(fields: Readonly<Record<string, unknown>>): Logger {
+    return new Logger(this.name, { level: this.level, sink: this.#sink, fields: this.fields ? { ...this.fields, ...fields } : fields });
   }
 
   enabled(level: LogLevel): boolean {
@@ -52,8 +71,10 @@ export class Logger {
     this.log('critical', message);
   }
 
-  log(level: LogLevel, message: string): void {
-    if (this.enabled(level)) this.#sink({ level, logger: this.name, message, time: new Date() });
+  log(level: LogLevel, message: string, fields?: Readonly<Record<string, unknown>>): void {
+    if (!this.enabled(level)) return;
+    const merged = fields && this.fields ? { ...this.fields, ...fields } : (fields ?? this.fields);
+    this.#sink(merged ? { level, logger: this.name, message, time: new Date(), fields: merged } : { level, logger: this.name, message, time: new Date() });
   }
 }
 

@@ -31,6 +31,11 @@ export interface TaskRequest {
   readonly deliveryInfo: DeliveryInfo | null;
   /** Custom headers sent with `applyAsync({ headers })`. */
   readonly headers: Readonly<Record<string, unknown>>;
+  /**
+   * W3C `traceparent` of this run's span when the worker traces (`@opentelemetry/api`), so what the task sends
+   * continues the trace even where the span is not active (a pool child with no OpenTelemetry SDK of its own).
+   */
+  readonly traceparent?: string | null;
   readonly message: TaskMessage;
 }
 

@@ -195,6 +195,22 @@ describe('kq worker with Celery\'s flags', () => {
     expect(worker.err()).toMatch(/beat/i);
   });
 
+  it('--log-format json: every stderr line is one JSON object; task lines carry the task id and name', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kq-json-cli-'));
+    const marks = join(dir, 'marks');
+    const schedule = join(dir, 'beat.yaml');
+    writeFileSync(schedule, `entries:\n  tick:\n    task: habits.mark\n    every: 0.5\n    args: [${JSON.stringify(marks)}, tick]\n`);
+    const worker = start(['worker', '-A', appModule, '-b', 'memory://habits-json', '-B', '--schedule', schedule, '--log-format', 'json']);
+    await until('a task to succeed', () => worker.err().includes('succeeded in'));
+    worker.child.kill('SIGTERM');
+    await worker.done;
+    const lines = worker.err().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.every((line) => typeof line['time'] === 'string' && typeof line['level'] === 'string' && typeof line['message'] === 'string')).toBe(true);
+    const done = lines.find((line) => String(line['message']).includes('succeeded in'));
+    expect(done).toMatchObject({ level: 'info', task_name: 'habits.mark' });
+    expect(String(done?.['message'])).toContain(`[${String(done?.['task_id'])}]`);
+  });
+
   it('--time-limit applies to every task; --purge drops what waited; -X leaves a queue out', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kq-limits-'));
     const marks = join(dir, 'marks');

@@ -1,12 +1,13 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { App } from '../app';
 import { Beat } from '../beat/beat';
 import { BeatScheduleError } from '../beat/errors';
 import type { BeatEntryDefinition } from '../beat/schedule-entry';
 import { loadScheduleFile, parseSchedule, type BeatScheduleFile } from '../beat/schedule-file';
-import type { Logger, LogLevel } from '../logger';
+import { jsonLogSink } from '../log-json-sink';
+import { Logger, type LogFormat, type LogLevel } from '../logger';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 import { parseLogLevelOption } from './log-options';
@@ -49,6 +50,7 @@ export async function createBeat(app: App, options: BeatCommandOptions): Promise
 }
 
 interface BeatFlags {
+  logFormat?: LogFormat;
   schedule?: string;
   group?: string;
   leaseMs?: number;
@@ -64,6 +66,7 @@ export function registerBeatCommand(program: Command): void {
     .option('--group <name>', 'beats with the same group elect one leader (default: the app name)')
     .option('--lease-ms <ms>', "the leader's lease, in milliseconds", positiveInt)
     .option('-l, --loglevel <level>', 'debug, info, warning, error or critical', parseLogLevelOption, 'info')
+    .addOption(new Option('--log-format <format>', "text (Celery's lines) or json (one object per line)").choices(['text', 'json']))
     .action(async (flags: BeatFlags, command: Command) => {
       const global = globalOptions(command);
       const app = await loadApp(global);
@@ -73,6 +76,7 @@ export function registerBeatCommand(program: Command): void {
         ...(flags.group ? { group: flags.group } : {}),
         ...(flags.leaseMs ? { leaseMs: flags.leaseMs } : {}),
         loglevel: flags.loglevel,
+        ...(flags.logFormat === 'json' ? { logger: new Logger('beat', { level: flags.loglevel, sink: jsonLogSink() }) } : {}),
       });
       beat.installSignalHandlers(() => {
         void app.close().finally(() => process.exit(0));

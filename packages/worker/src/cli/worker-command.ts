@@ -8,7 +8,8 @@ import type { App } from '../app';
 import { clusterOptionsFromFlags, type WorkerClusterFlagValues } from '../cluster/cluster-options';
 import { clusterSteps } from '../cluster/cluster-steps';
 import { fileLogSink } from '../log-file-sink';
-import { Logger, type LogLevel } from '../logger';
+import { jsonLogSink } from '../log-json-sink';
+import { Logger, type LogFormat, type LogLevel } from '../logger';
 import { periodicStep } from '../periodic/periodic-step';
 import type { AutoscaleOptions } from '../pool/autoscaler';
 import type { PoolKind, SchedulingStrategy } from '../pool/pool';
@@ -28,6 +29,7 @@ interface WorkerFlags extends WorkerClusterFlagValues {
   hostname?: string;
   loglevel: LogLevel;
   logfile?: string;
+  logFormat?: LogFormat;
   pidfile?: string;
   detach?: boolean;
   prefetchMultiplier?: number;
@@ -69,6 +71,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('-n, --hostname <name>', 'the node name, e.g. w1@%h')
     .option('-l, --loglevel <level>', 'debug, info, warning, error or critical', parseLogLevelOption, 'info')
     .option('-f, --logfile <path>', 'append the log to this file instead of stderr')
+    .addOption(new Option('--log-format <format>', "text (Celery's lines) or json (one object per line, with task and trace ids)").choices(['text', 'json']))
     .option('--pidfile <path>', 'write the pid here; refuse to start while it names a running process')
     .option('-D, --detach', 'run in the background (logs to --logfile, default ./kq-worker.log; pid to --pidfile, default ./kq-worker.pid)')
     .addOption(new Option('-P, --pool <kind>', 'async, threads or processes (Celery\'s solo, prefork, eventlet, gevent accepted)').argParser(pool))
@@ -101,7 +104,13 @@ async function runWorker(flags: WorkerFlags, command: Command): Promise<void> {
   const global = globalOptions(command);
   const pidfile = flags.pidfile ? new PidFile(resolve(flags.pidfile)) : undefined;
   pidfile?.acquire();
-  const logSink = flags.logfile ? fileLogSink(resolve(flags.logfile)) : undefined;
+  // One sink for the worker and an embedded beat: JSON (to the log file or stderr) or Celery's lines to the log file.
+  const logSink =
+    flags.logFormat === 'json'
+      ? jsonLogSink(flags.logfile ? { destination: resolve(flags.logfile) } : {})
+      : flags.logfile
+        ? fileLogSink(resolve(flags.logfile))
+        : undefined;
   let app: App | undefined;
   const exit = (code: number): void => {
     pidfile?.release();
@@ -112,6 +121,7 @@ async function runWorker(flags: WorkerFlags, command: Command): Promise<void> {
   };
   try {
     app = await loadApp(global);
+    if (flags.logFormat) app.conf.workerLogFormat = flags.logFormat;
     const kind: PoolKind = POOL_ALIASES[flags.pool ?? 'async'] ?? 'async';
     if (kind !== 'async' && !global.app) throw new KqError(`--pool ${kind} needs -A <module>: every child imports the module that exports your App.`);
     if (flags.include?.length) {

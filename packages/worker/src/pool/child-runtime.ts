@@ -147,6 +147,8 @@ export class ChildRuntime {
       if (parent) {
         plain.parentId ??= parent.request.id;
         plain.rootId ??= parent.request.rootId ?? parent.request.id;
+        // ... and so is the trace it belongs to: the run's span lives in the worker process.
+        if (parent.request.traceparent) plain.headers = { traceparent: parent.request.traceparent, ...plain.headers };
       }
       const message: PublishMessage = {
         type: 'publish',

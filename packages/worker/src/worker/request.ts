@@ -6,6 +6,7 @@ import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { backoffCountdown } from '../retry-backoff';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
+import { messagingSystem, startRunTrace, type MessageDestination, type RunTrace } from '../telemetry/task-tracing';
 import type { Worker } from './worker';
 
 /** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
@@ -45,7 +46,11 @@ export class Request {
   #onKill: ((reason: unknown) => void) | undefined;
   #killReason: Error | undefined;
   timeStart: number | null = null;
+  /** When this worker received the message, epoch seconds (the wait before start is a metric). */
+  readonly receivedAt = Date.now() / 1000;
   #terminated: string | undefined;
+  /** The run's span, when tracing (`@opentelemetry/api` installed). */
+  #trace: RunTrace | undefined;
 
   constructor(worker: Worker, delivery: Delivery, message: TaskMessage, task: Task) {
     this.worker = worker;
@@ -56,6 +61,11 @@ export class Request {
 
   get id(): string {
     return this.message.id;
+  }
+
+  /** The task's fields on its log lines, when the log is structured (JSON); nothing to build for text lines. */
+  logFields(): Readonly<Record<string, unknown>> | undefined {
+    return this.worker.log.structured ? { task_id: this.id, task_name: this.name } : undefined;
   }
 
   get name(): string {
@@ -99,7 +109,7 @@ export class Request {
    */
   dropIfStale(): boolean {
     if (!this.delivery.stale) return false;
-    this.worker.log.info(`Task ${this.name}[${this.id}] not started: its delivery was lost with its channel and will be redelivered`);
+    this.worker.log.log('info', `Task ${this.name}[${this.id}] not started: its delivery was lost with its channel and will be redelivered`, this.logFields());
     this.worker.state.reserved.delete(this);
     return true;
   }
@@ -174,26 +184,40 @@ export class Request {
 
     const started = performance.now();
     const timers: NodeJS.Timeout[] = [];
+    this.#trace = startRunTrace(this.message, traceDestination(worker, this.delivery.deliveryInfo), worker.hostname);
+    let failure: unknown;
+    let retryReason: unknown;
+    // The whole run, its result's storing and its callbacks happen with the run span active (when tracing), so
+    // what they send continues the trace.
+    const run = async (): Promise<Outcome> => {
+      try {
+        const value = await this.#run(timers);
+        worker.state.succeeded.add(this.id);
+        const runtime = (performance.now() - started) / 1000;
+        // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
+        if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
+        await this.#store('SUCCESS', value, null);
+        worker.emitTask('succeeded', this, { result: value, runtime });
+        if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
+        if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
+        release();
+        if (this.acksLate) await this.#settle('ack');
+        return 'succeeded';
+      } catch (error) {
+        failure = error;
+        const outcome = await this.#handleError(error);
+        if (outcome === 'retried') retryReason = error instanceof Retry ? (error.exc ?? error) : error;
+        return outcome;
+      }
+    };
     let outcome: Outcome;
     try {
-      const value = await this.#run(timers);
-      outcome = 'succeeded';
-      worker.state.succeeded.add(this.id);
-      const runtime = (performance.now() - started) / 1000;
-      // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
-      if (worker.log.enabled('info')) worker.log.info(`Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`);
-      await this.#store('SUCCESS', value, null);
-      worker.emitTask('succeeded', this, { result: value, runtime });
-      if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
-      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
-      release();
-      if (this.acksLate) await this.#settle('ack');
-    } catch (error) {
-      outcome = await this.#handleError(error);
+      outcome = this.#trace ? await this.#trace.within(run) : await run();
     } finally {
       for (const timer of timers) clearTimeout(timer);
       worker.state.taskReady(this);
     }
+    this.#trace?.end(outcome, failure, retryReason);
     if (worker.log.enabled('debug')) worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
   }
 
@@ -208,12 +232,12 @@ export class Request {
     const { worker } = this;
     const requeue = this.acksLate && (this.task.options.rejectOnWorkerLost ?? worker.app.conf.taskRejectOnWorkerLost);
     if (requeue) {
-      worker.log.warning(`Task ${this.name}[${this.id}] lost its worker (${error.message}); requeued (rejectOnWorkerLost)`);
+      worker.log.log('warning', `Task ${this.name}[${this.id}] lost its worker (${error.message}); requeued (rejectOnWorkerLost)`, this.logFields());
       await this.#settle('requeue');
       worker.emitTask('rejected', this, { requeue: true });
       return 'rejected';
     }
-    worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`);
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`, this.logFields());
     await this.#fail(exceptionInfo(error), error.stack ?? null);
     worker.emitTask('failed', this, { exception: error });
     await sendErrbacks(worker.app, worker.log, this.message);
@@ -234,7 +258,9 @@ export class Request {
         }, soft * 1000),
       );
     }
-    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, worker.taskLogger(this.name));
+    const taskLog = worker.taskLogger(this.name);
+    const fields = this.logFields();
+    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, fields ? taskLog.with(fields) : taskLog);
     this.#children = context.children;
     // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
     const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
@@ -285,7 +311,7 @@ export class Request {
       }
     }
     if (error instanceof Retry) {
-      worker.log.info(`Task ${this.name}[${this.id}] retry: ${error.message}`);
+      worker.log.log('info', `Task ${this.name}[${this.id}] retry: ${error.message}`, this.logFields());
       const cause = error.exc;
       await this.#store('RETRY', cause === undefined ? null : exceptionInfo(cause), cause instanceof Error ? (cause.stack ?? null) : null);
       worker.emitTask('retried', this, { exception: cause ?? null });
@@ -293,7 +319,7 @@ export class Request {
       return 'retried';
     }
     if (error instanceof Reject) {
-      worker.log.info(`Task ${this.name}[${this.id}] rejected (requeue=${error.requeue}): ${error.reason}`);
+      worker.log.log('info', `Task ${this.name}[${this.id}] rejected (requeue=${error.requeue}): ${error.reason}`, this.logFields());
       if (!error.requeue) await this.#store('REJECTED', exceptionInfo(error), null);
       worker.emitTask('rejected', this, { requeue: error.requeue });
       await this.#settle(error.requeue ? 'requeue' : 'reject', `Reject: ${error.reason}`);
@@ -304,7 +330,7 @@ export class Request {
       return 'ignored';
     }
     if (error instanceof TaskRevokedError) {
-      worker.log.info(`Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`);
+      worker.log.log('info', `Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`, this.logFields());
       const info = { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' };
       await this.#store('REVOKED', info, null);
       await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info);
@@ -314,7 +340,7 @@ export class Request {
     }
     const timeout = error instanceof TimeLimitExceeded;
     const stack = error instanceof Error ? (error.stack ?? null) : null;
-    worker.log.error(`Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`);
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
     await this.#fail(exceptionInfo(error), stack);
     worker.emitTask('failed', this, { exception: error });
     await sendErrbacks(worker.app, worker.log, this.message);
@@ -329,7 +355,7 @@ export class Request {
   async #giveBack(reason: WorkerShutdownError): Promise<Outcome> {
     const { worker } = this;
     if (this.acksLate) {
-      worker.log.warning(`Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; returned to its queue to run again`);
+      worker.log.log('warning', `Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; returned to its queue to run again`, this.logFields());
       await this.#settle('requeue');
       return 'rejected';
     }
@@ -451,9 +477,15 @@ export class Request {
       hostname: worker.hostname,
       deliveryInfo: delivery.deliveryInfo,
       headers: message.headers,
+      traceparent: this.#trace?.traceparent ?? null,
       message,
     };
   }
+}
+
+/** Where the message came from, for the spans' messaging attributes. */
+function traceDestination(worker: Worker, info: { routingKey: string; exchange: string }): MessageDestination {
+  return { system: messagingSystem(worker.app.conf.broker), routingKey: info.routingKey, exchange: info.exchange };
 }
 
 function describe(error: unknown): string {

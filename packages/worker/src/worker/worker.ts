@@ -1,6 +1,8 @@
 import { hostname as osHostname } from 'node:os';
 import { Consumer, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
+import { jsonLogSink } from '../log-json-sink';
+import { attachTaskMetrics } from '../telemetry/task-metrics';
 import { WorkerHttpEndpoint } from './http-endpoint';
 import { InvalidTaskError, NotRegistered } from '../errors';
 import { Logger, type LogLevel } from '../logger';
@@ -103,6 +105,8 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   readonly #started: WorkerStep[] = [];
   #consumer: Consumer | undefined;
   #http: WorkerHttpEndpoint | undefined;
+  /** Stops the OpenTelemetry task metrics (a no-op without `@opentelemetry/api`). */
+  #detachMetrics: (() => void) | undefined;
   #node: MailboxNode | undefined;
   #running = false;
   #stopping: Promise<void> | undefined;
@@ -114,7 +118,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.hostname = expandHostname(options.hostname ?? `kq@${osHostname()}`);
     this.concurrency = Math.max(1, options.autoscale?.max ?? options.concurrency ?? app.conf.workerConcurrency);
     this.prefetchMultiplier = Math.max(0, options.prefetchMultiplier ?? app.conf.workerPrefetchMultiplier);
-    this.log = options.logger ?? new Logger(this.hostname, { level: options.loglevel ?? 'info' });
+    this.log =
+      options.logger ??
+      new Logger(this.hostname, { level: options.loglevel ?? 'info', ...(app.conf.workerLogFormat === 'json' ? { sink: jsonLogSink() } : {}) });
     this.#redeliveries = new RedeliveryGuard(app, this.state, this.log);
     const { autoscale } = options;
     this.pool = createPool({
@@ -229,6 +235,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     }
     const transport = await connection.transport();
     this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
+    this.#detachMetrics = attachTaskMetrics(this);
     try {
       await this.pool.start();
     } catch (error) {
@@ -412,7 +419,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       this.state.reserved.delete(stillHeld);
       this.log.info(`Task ${message.name}[${message.id}] redelivered while held; holding the new delivery`);
     } else if (this.log.enabled('info')) {
-      this.log.info(`Task ${message.name}[${message.id}] received`);
+      this.log.log('info', `Task ${message.name}[${message.id}] received`, this.log.structured ? { task_id: message.id, task_name: message.name } : undefined);
     }
     this.state.reserved.add(request);
     if (!stillHeld) this.emitTask('received', request);
@@ -503,6 +510,8 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await step.stop(this).catch((error: unknown) => this.log.warning(`stopping ${step.name}: ${String(error)}`));
     }
     this.#running = false;
+    this.#detachMetrics?.();
+    this.#detachMetrics = undefined;
     await this.#http?.close();
     this.log.info('Worker stopped');
     this.emit('shutdown');

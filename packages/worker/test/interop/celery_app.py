@@ -72,3 +72,10 @@ def replace_with_kq(self, x):
     """Replaces itself with a kq chain (Task.replace)."""
     kq = os.environ["KQ_INTEROP_KQ_QUEUE"]
     return self.replace(app.signature("interop.kq_add", args=(x, 1), queue=kq) | app.signature("interop.kq_mul", args=(2,), queue=kq))
+
+
+@app.task(bind=True, name="interop.py_request_header")
+def request_header(self, name):
+    """What a custom message header reads as on the Python side: Celery sets each on the task's request (where
+    opentelemetry-instrumentation-celery looks for `traceparent`)."""
+    return getattr(self.request, name, None)

@@ -1,0 +1,25 @@
+import type * as OpenTelemetryApi from '@opentelemetry/api';
+
+/** `@opentelemetry/api`, when the application installed it (an optional peer dependency). */
+export type OpenTelemetry = typeof OpenTelemetryApi;
+
+let loaded: OpenTelemetry | null | undefined;
+let loading: Promise<OpenTelemetry | null> | undefined;
+
+/**
+ * Loads `@opentelemetry/api` once, if it is installed. Without it every tracing and metrics hook is a no-op that
+ * costs one null check; with it and no SDK registered, the API's own no-op tracer and meter answer.
+ */
+export function loadOpenTelemetry(): Promise<OpenTelemetry | null> {
+  if (loaded !== undefined) return Promise.resolve(loaded);
+  loading ??= import('@opentelemetry/api').then(
+    (api: OpenTelemetry) => (loaded = api),
+    () => (loaded = null),
+  );
+  return loading;
+}
+
+/** The API if `loadOpenTelemetry` found it (null before it resolved, or when it is not installed). */
+export function openTelemetry(): OpenTelemetry | null {
+  return loaded ?? null;
+}
