@@ -21,6 +21,14 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard's page runs in the browser.
+    files: ['packages/dashboard/ui/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { window: 'readonly', document: 'readonly', location: 'readonly', fetch: 'readonly', URLSearchParams: 'readonly', FormData: 'readonly', EventSource: 'readonly', confirm: 'readonly', uPlot: 'readonly' },
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

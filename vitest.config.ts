@@ -12,6 +12,7 @@ export default defineConfig({
       '@kq/postgres': src('./packages/postgres/src/index.ts'),
       '@kq/amqp': src('./packages/amqp/src/index.ts'),
       '@kq/worker': src('./packages/worker/src/index.ts'),
+      '@kq/dashboard': src('./packages/dashboard/src/index.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),
     },
   },

@@ -8,9 +8,11 @@ const packages = ['@kq/core', '@kq/redis', '@kq/amqp', '@kq/postgres', '@kq/work
 const requireFrom = createRequire(path.join(__dirname, '..', 'examples', 'quickstart', 'package.json'));
 
 (async () => {
-  for (const name of packages) {
-    const cjs = requireFrom(name);
-    const esm = await import(requireFrom.resolve(name).replace(/index\.cjs$/, 'index.js'));
+  // The dashboard sits above the worker: the repository root depends on it.
+  const fromRoot = createRequire(path.join(__dirname, '..', 'package.json'));
+  for (const [name, from] of [...packages.map((name) => [name, requireFrom]), ['@kq/dashboard', fromRoot]]) {
+    const cjs = from(name);
+    const esm = await import(from.resolve(name).replace(/index\.cjs$/, 'index.js'));
     const names = Object.keys(cjs).length;
     if (names === 0 || Object.keys(esm).length !== names) throw new Error(`${name}: CJS exports ${names}, ESM ${Object.keys(esm).length}`);
     console.log(`${name}: ${names} exports via require and import`);

@@ -12,7 +12,8 @@ export default defineConfig([
     clean: true,
     target: 'node20',
     shims: true,
-    // Loaded on demand for TypeScript app modules, from the user's install: never bundled.
-    external: ['tsx'],
+    // Loaded on demand from the user's install, never bundled: tsx for TypeScript app modules, the dashboard for
+    // `kq dashboard`.
+    external: ['tsx', '@kq/dashboard'],
   },
 ]);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
-const published = ['packages/core', 'packages/redis', 'packages/amqp', 'packages/postgres', 'packages/worker', 'test-harness'];
+const published = ['packages/core', 'packages/redis', 'packages/amqp', 'packages/postgres', 'packages/worker', 'packages/dashboard', 'test-harness'];
 
 describe.each(published)('%s as published', (dir) => {
   const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Record<string, unknown>;
@@ -28,7 +28,7 @@ describe.each(published)('%s as published', (dir) => {
 describe('side effects and the bin', () => {
   it('declares which packages have import-time side effects (amqp patches amqplib\'s decoder; the others none)', () => {
     const sideEffects = (dir: string): unknown => (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as Record<string, unknown>)['sideEffects'];
-    expect(['core', 'redis', 'postgres', 'worker'].map((name) => sideEffects(`packages/${name}`))).toEqual([false, false, false, false]);
+    expect(['core', 'redis', 'postgres', 'worker', 'dashboard'].map((name) => sideEffects(`packages/${name}`))).toEqual([false, false, false, false, false]);
     expect(sideEffects('packages/amqp')).toBe(true);
   });
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { registerBeatCommand } from './beat-command';
+import { registerDashboardCommand } from './dashboard-command';
 import { registerDlqCommand } from './dlq-command';
 import { registerEventsCommand } from './events-command';
 import { GLOBAL_OPTION_HELP } from './global-options';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerDlqCommand(program);
   registerReportCommand(program);
   registerShellCommand(program);
+  registerDashboardCommand(program);
   // Every subcommand reports usage errors through the program's handler, not by exiting on its own.
   for (const command of allCommands(program)) command.exitOverride().showSuggestionAfterError().showHelpAfterError('(add --help for usage)');
   return program;

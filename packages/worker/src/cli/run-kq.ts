@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import { dashboardCommandIndex, runDashboardCommand } from './dashboard-command';
 import { buildProgram } from './program';
 
 /**
@@ -12,6 +13,15 @@ export async function runKq(argv: readonly string[]): Promise<number> {
   if (argv.length === 0) {
     program.outputHelp();
     return 2;
+  }
+  const dashboard = dashboardCommandIndex(argv);
+  if (dashboard >= 0) {
+    try {
+      return await runDashboardCommand([...argv.slice(0, dashboard), ...argv.slice(dashboard + 1)]);
+    } catch (error) {
+      console.error(`kq: ${error instanceof Error ? error.message : String(error)}`);
+      return 1;
+    }
   }
   const outer = process.exitCode;
   process.exitCode = undefined;

@@ -1,0 +1,88 @@
+import { KqError } from '@kq/core';
+import { App } from '@kq/worker';
+import { Command, InvalidArgumentError } from 'commander';
+import { Dashboard } from './dashboard';
+
+interface DashboardFlags {
+  app?: string;
+  broker?: string;
+  resultBackend?: string;
+  port: number;
+  address: string;
+  basicAuth?: string[];
+  maxTasks?: number;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('expected a port number (0 to 65535).');
+  return n;
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number.');
+  return n;
+}
+
+/**
+ * `kq dashboard` / `kq-dashboard`: Flower's flags (`--port 5555`, `--address`, `--basic-auth user:pass,…`), the broker
+ * from `-b`, KQ_BROKER_URL/CELERY_BROKER_URL or the app module (`-A`). Runs until SIGINT/SIGTERM; resolves to the
+ * exit code (2 for a usage error, 1 for a failure, with one line saying why).
+ */
+export async function runDashboardCli(argv: readonly string[], loadAppModule?: (path: string) => Promise<App>): Promise<number> {
+  const program = new Command('kq dashboard')
+    .description('The kq dashboard: live web UI, Flower-compatible REST API and Prometheus metrics.')
+    .option('-A, --app <module>', 'the module that exports your App')
+    .option('-b, --broker <url>', 'broker URL (default: KQ_BROKER_URL, CELERY_BROKER_URL or the app)')
+    .option('--result-backend <url>', 'result backend URL (for task results and apply)')
+    .option('--port <port>', 'port to serve on', port, 5555)
+    .option('--address <address>', 'address to listen on', '127.0.0.1')
+    .option('--basic-auth <pairs>', 'user:password[,user:password…] allowed in', (value: string) => value.split(',').filter(Boolean))
+    .option('--max-tasks <n>', 'tasks kept in memory', positive)
+    .exitOverride()
+    .showSuggestionAfterError();
+  let flags: DashboardFlags;
+  try {
+    program.parse([...argv], { from: 'user' });
+    flags = program.opts<DashboardFlags>();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    return code === 'commander.helpDisplayed' || code === 'commander.help' ? 0 : 2;
+  }
+  try {
+    const app = flags.app ? await (loadAppModule ?? defaultLoader)(flags.app) : new App('kq-dashboard');
+    const broker = flags.broker ?? process.env['KQ_BROKER_URL'] ?? process.env['CELERY_BROKER_URL'];
+    if (broker) app.conf.broker = broker;
+    else if (app.conf.broker.startsWith('memory://')) {
+      throw new KqError('No broker is configured: pass -b redis://127.0.0.1:6379/0 (or amqp://…, postgresql://…), set KQ_BROKER_URL, or load an app with -A.');
+    }
+    const backend = flags.resultBackend ?? process.env['KQ_RESULT_BACKEND'] ?? process.env['CELERY_RESULT_BACKEND'];
+    if (backend) app.conf.backend = backend;
+    if (flags.basicAuth?.some((pair) => !pair.includes(':'))) throw new KqError('--basic-auth takes user:password pairs, comma-separated.');
+    // One-shot at start: a wrong URL is one line, not a silent retry loop.
+    app.conf.brokerConnectionMaxRetries = 0;
+    const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(flags.basicAuth ? { basicAuth: flags.basicAuth } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}) });
+    const url = await dashboard.start();
+    console.log(`kq dashboard on ${url}`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await dashboard.close();
+    await app.close();
+    return 0;
+  } catch (error) {
+    console.error(`kq dashboard: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+async function defaultLoader(path: string): Promise<App> {
+  const { resolve } = await import('node:path');
+  const { pathToFileURL } = await import('node:url');
+  const module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
+  const app = module['app'] ?? module['default'];
+  if (!(app instanceof App)) throw new KqError(`${path} must export an App as \`app\` or as its default export.`);
+  return app;
+}

@@ -1,0 +1,109 @@
+import { KqError, sanitizeUrl } from '@kq/core';
+import { EventReceiver, Logger, type App } from '@kq/worker';
+import type { FastifyInstance } from 'fastify';
+import { FleetState } from './fleet-state';
+import { buildServer } from './http/server';
+import { WorkerInspector } from './worker-inspector';
+
+export interface DashboardOptions {
+  /** The app whose broker, result backend and control exchange the dashboard uses. */
+  app: App;
+  /** Port to listen on (Flower's 5555; 0 for any free port). */
+  port?: number;
+  /** Address to listen on (default 127.0.0.1: say 0.0.0.0 to serve beyond this host, with basic auth). */
+  address?: string;
+  /** `user:password` pairs allowed in (HTTP basic auth), as Flower's `--basic-auth`. None: no authentication. */
+  basicAuth?: readonly string[];
+  /** Tasks kept in memory (Flower's `max_tasks`, 100 000). */
+  maxTasks?: number;
+  /** How long inspect calls wait for replies, ms (Flower's `inspect_timeout`, 1000). */
+  inspectTimeoutMs?: number;
+  /** How often workers are inspected again, ms (default 30 000; `/api/workers?refresh=1` does it at once). */
+  inspectIntervalMs?: number;
+  /** How often queue lengths are sampled, ms (default 5000). */
+  queueIntervalMs?: number;
+  logger?: Logger;
+}
+
+/**
+ * The dashboard: follows the fleet's events (kq and Python workers alike), inspects the workers, samples queue
+ * lengths, and serves the web UI, Flower's REST API and Prometheus metrics from one HTTP server.
+ *
+ *   const dashboard = new Dashboard({ app, port: 5555 });
+ *   console.log(await dashboard.start()); // http://127.0.0.1:5555
+ */
+export class Dashboard {
+  readonly app: App;
+  readonly state: FleetState;
+  readonly inspector: WorkerInspector;
+  readonly log: Logger;
+  readonly #options: DashboardOptions;
+  #receiver: EventReceiver | undefined;
+  #server: FastifyInstance | undefined;
+  #timers: NodeJS.Timeout[] = [];
+
+  constructor(options: DashboardOptions) {
+    this.app = options.app;
+    this.#options = options;
+    this.log = options.logger ?? new Logger('dashboard');
+    this.state = new FleetState(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks });
+    this.inspector = new WorkerInspector(this.app, this.state, options.inspectTimeoutMs ?? 1000);
+  }
+
+  /** The URL it serves, once started. */
+  get url(): string {
+    const address = this.#server?.server.address();
+    if (!address || typeof address === 'string') throw new KqError('The dashboard is not started: call start() first.');
+    return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  }
+
+  /** Connects, starts following events and serving; resolves to the URL. */
+  async start(): Promise<string> {
+    const { app } = this;
+    await app.connection.connect();
+    this.#receiver = new EventReceiver(app.connection, {
+      clock: app.clock,
+      exchange: app.conf.eventExchange,
+      accept: app.conf.acceptContent,
+      wakeup: true,
+      mailbox: app.control.mailbox,
+      handlers: { '*': (event) => this.state.event(event) },
+    });
+    this.#receiver.on('error', (error) => this.log.warning(`events: ${error.message}`));
+    await this.#receiver.start();
+    this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [] });
+    await this.#server.listen({ port: this.#options.port ?? 5555, host: this.#options.address ?? '127.0.0.1' });
+    const refresh = (): void => void this.inspector.inspect().catch((error: unknown) => this.log.warning(`inspect: ${String(error)}`));
+    const sample = (): void => void this.sampleQueues().catch((error: unknown) => this.log.warning(`queue lengths: ${String(error)}`));
+    refresh();
+    this.#timers.push(setInterval(refresh, this.#options.inspectIntervalMs ?? 30_000), setInterval(sample, this.#options.queueIntervalMs ?? 5000));
+    for (const timer of this.#timers) timer.unref();
+    this.log.info(`dashboard for ${sanitizeUrl(app.conf.broker)} on ${this.url}`);
+    return this.url;
+  }
+
+  /** Reads the length of every queue the workers consume and records it (`/api/queues/length`, the queue chart). */
+  async sampleQueues(): Promise<Array<{ name: string; messages: number }>> {
+    const names = this.state.activeQueueNames();
+    const lengths: Record<string, number> = {};
+    await this.app.connection.ensure(async (channel) => {
+      for (const name of names) {
+        try {
+          lengths[name] = (await channel.checkQueue(name)).messageCount;
+        } catch {
+          // a queue that went away meanwhile (AMQP closes the channel: ensure() gives the next one a new channel)
+        }
+      }
+    });
+    this.state.queueLengths.record(Date.now() / 1000, lengths);
+    return Object.entries(lengths).map(([name, messages]) => ({ name, messages }));
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.#timers.splice(0)) clearInterval(timer);
+    await this.#server?.close();
+    this.#server = undefined;
+    await this.#receiver?.close();
+    this.#receiver = undefined;
+  }
+}

@@ -1,0 +1,44 @@
+import { timingSafeEqual } from 'node:crypto';
+import basicAuth from '@fastify/basic-auth';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Dashboard } from '../dashboard';
+import { registerFlowerControlRoutes } from './flower-control-routes';
+import { registerFlowerTaskRoutes } from './flower-task-routes';
+import { registerFlowerWorkerRoutes } from './flower-worker-routes';
+import { registerUiRoutes } from './ui-routes';
+
+/**
+ * The dashboard's HTTP server (fastify): the UI, its live feed, Flower's REST API, `/metrics` and `/healthcheck`.
+ * With `basicAuth`, everything but `/healthcheck` needs one of the `user:password` pairs, as Flower's `--basic-auth`.
+ */
+export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[] }): Promise<FastifyInstance> {
+  const server = Fastify({ logger: false });
+  // Flower's clients send form fields (tornado reads query and body alike): parse them as fields too.
+  server.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(String(body))));
+  });
+  if (options.basicAuth.length > 0) {
+    const allowed = options.basicAuth.map((pair) => Buffer.from(pair));
+    await server.register(basicAuth, {
+      authenticate: { realm: 'kq dashboard' },
+      validate: async (username, password) => {
+        const given = Buffer.from(`${username}:${password}`);
+        if (!allowed.some((pair) => pair.length === given.length && timingSafeEqual(pair, given))) throw new Error('Unauthorized');
+      },
+    });
+    server.addHook('onRequest', (request, reply, done) => {
+      if (request.url === '/healthcheck') return done();
+      server.basicAuth(request, reply, done);
+    });
+  }
+  server.get('/healthcheck', async (_request, reply) => reply.type('text/plain').send('OK'));
+  server.get('/metrics', async (_request, reply) => {
+    dashboard.state.metrics.refreshOnline(dashboard.state.cluster);
+    return reply.type(dashboard.state.metrics.registry.contentType).send(await dashboard.state.metrics.text());
+  });
+  registerFlowerWorkerRoutes(server, dashboard);
+  registerFlowerTaskRoutes(server, dashboard);
+  registerFlowerControlRoutes(server, dashboard);
+  registerUiRoutes(server, dashboard);
+  return server;
+}

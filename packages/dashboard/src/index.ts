@@ -1,0 +1,9 @@
+// @kq/dashboard — see the fleet and steer it: a live web UI, Flower's REST API and Prometheus metrics.
+export { Dashboard, type DashboardOptions } from './dashboard';
+export { FleetState, type FleetStateOptions, type InspectedWorker } from './fleet-state';
+export { FlowerMetrics } from './flower-metrics';
+export { overview, type Overview, type WorkerRow } from './overview';
+export { flowerTask, queryTasks, type FlowerTask, type TaskQuery } from './task-view';
+export { QueueLengthSeries, ThroughputSeries, percentile, type ThroughputPoint } from './time-series';
+export { INSPECT_METHODS, WorkerInspector } from './worker-inspector';
+export { runDashboardCli } from './dashboard-cli';

@@ -1,0 +1,140 @@
+import type { ClusterTask } from '@kq/worker';
+
+/** A task as Flower's API returns it (`tasks.as_dict`), with the worker as its host name. */
+export interface FlowerTask {
+  uuid: string;
+  name: string | null;
+  state: string;
+  received: number | null;
+  sent: number | null;
+  started: number | null;
+  rejected: number | null;
+  succeeded: number | null;
+  failed: number | null;
+  retried: number | null;
+  revoked: number | null;
+  args: string | null;
+  kwargs: string | null;
+  eta: string | null;
+  expires: string | null;
+  retries: number | null;
+  worker: string | null;
+  result: string | null;
+  exception: string | null;
+  timestamp: number | null;
+  runtime: number | null;
+  traceback: string | null;
+  exchange: string | null;
+  routing_key: string | null;
+  clock: number;
+  client: string | null;
+  root_id: string | null;
+  parent_id: string | null;
+  children: string[];
+}
+
+const text = (value: unknown): string | null => (value === undefined || value === null ? null : typeof value === 'string' ? value : JSON.stringify(value));
+const number = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/** Flower's shape of one task; `children` are the ids of the tasks whose events named it as their parent. */
+export function flowerTask(task: ClusterTask, children: readonly string[] = []): FlowerTask {
+  const f = task.fields;
+  const time = (subject: string): number | null => task.times[subject] ?? null;
+  return {
+    uuid: task.uuid,
+    name: task.name,
+    state: task.state,
+    received: time('received'),
+    sent: time('sent'),
+    started: time('started'),
+    rejected: time('rejected'),
+    succeeded: time('succeeded'),
+    failed: time('failed'),
+    retried: time('retried'),
+    revoked: time('revoked'),
+    args: text(f['args']),
+    kwargs: text(f['kwargs']),
+    eta: text(f['eta']),
+    expires: text(f['expires']),
+    retries: number(f['retries']),
+    worker: task.worker,
+    result: text(f['result']),
+    exception: text(f['exception']),
+    timestamp: task.timestamp,
+    runtime: number(f['runtime']),
+    traceback: text(f['traceback']),
+    exchange: text(f['exchange']),
+    routing_key: text(f['routing_key']),
+    clock: task.clock,
+    client: task.client,
+    root_id: text(f['root_id']),
+    parent_id: text(f['parent_id']),
+    children: [...children],
+  };
+}
+
+/** Flower's `/api/tasks` query. */
+export interface TaskQuery {
+  limit?: number;
+  offset?: number;
+  /** `name`, `state`, `received`, `started` (or any field), `-` first for descending. */
+  sortBy?: string;
+  workername?: string;
+  taskname?: string;
+  state?: string;
+  /** `YYYY-MM-DD HH:MM` (UTC), as Flower's. */
+  receivedStart?: string;
+  receivedEnd?: string;
+  /** Words that must all appear; `args:x`, `kwargs:x`, `result:x`, `state:x`, `name:x`, `uuid:x`, `worker:x` narrow a word to a field. */
+  search?: string;
+}
+
+const SEARCH_FIELDS = ['args', 'kwargs', 'result', 'state', 'name', 'uuid', 'worker', 'exception'] as const;
+
+/** Filters, sorts and pages tasks as Flower's `iter_tasks` does ('All' means no filter). */
+export function queryTasks(tasks: readonly FlowerTask[], query: TaskQuery): FlowerTask[] {
+  const all = (value: string | undefined): string | undefined => (value === undefined || value === '' || value === 'All' ? undefined : value);
+  const worker = all(query.workername);
+  const name = all(query.taskname);
+  const state = all(query.state);
+  const start = query.receivedStart ? parseUtcMinute(query.receivedStart) : undefined;
+  const end = query.receivedEnd ? parseUtcMinute(query.receivedEnd) : undefined;
+  const terms = (query.search ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((term) => {
+      const colon = term.indexOf(':');
+      const field = colon > 0 ? term.slice(0, colon) : '';
+      return (SEARCH_FIELDS as readonly string[]).includes(field) ? { field, value: term.slice(colon + 1).toLowerCase() } : { field: '', value: term.toLowerCase() };
+    });
+  let result = tasks.filter((task) => {
+    if (worker !== undefined && task.worker !== worker) return false;
+    if (name !== undefined && task.name !== name) return false;
+    if (state !== undefined && task.state !== state) return false;
+    if (start !== undefined && (task.received === null || task.received < start)) return false;
+    if (end !== undefined && (task.received === null || task.received > end)) return false;
+    return terms.every(({ field, value }) => {
+      const haystack = field ? [task[field as (typeof SEARCH_FIELDS)[number]]] : [task.name, task.uuid, task.args, task.kwargs, task.result, task.exception, task.worker];
+      return haystack.some((item) => item !== null && item !== undefined && String(item).toLowerCase().includes(value));
+    });
+  });
+  if (query.sortBy) {
+    const descending = query.sortBy.startsWith('-');
+    const key = (descending ? query.sortBy.slice(1) : query.sortBy) as keyof FlowerTask;
+    result = [...result].sort((a, b) => {
+      const x = a[key];
+      const y = b[key];
+      if (x === y) return 0;
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      return (x < y ? -1 : 1) * (descending ? -1 : 1);
+    });
+  }
+  const offset = Math.max(0, query.offset ?? 0);
+  return query.limit === undefined ? result.slice(offset) : result.slice(offset, offset + Math.max(0, query.limit));
+}
+
+function parseUtcMinute(value: string): number | undefined {
+  const time = Date.parse(`${value.trim().replace(' ', 'T')}Z`);
+  return Number.isNaN(time) ? undefined : time / 1000;
+}

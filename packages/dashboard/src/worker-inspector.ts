@@ -1,0 +1,53 @@
+import type { App } from '@kq/worker';
+import type { FleetState } from './fleet-state';
+
+/** What Flower asks every worker (its `Inspector.methods`), stored under these names by worker. */
+export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'scheduled', 'active', 'reserved', 'revoked', 'conf'] as const;
+
+/**
+ * Asks the workers (all, or one) what Flower's inspector asks and keeps the answers in the fleet state: one broadcast
+ * per method, in parallel, each waiting `timeoutMs` for replies. Concurrent calls for the same target share one run.
+ */
+export class WorkerInspector {
+  readonly #app: App;
+  readonly #state: FleetState;
+  readonly #timeoutMs: number;
+  readonly #running = new Map<string, Promise<void>>();
+
+  constructor(app: App, state: FleetState, timeoutMs: number) {
+    this.#app = app;
+    this.#state = state;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  inspect(workername?: string): Promise<void> {
+    const key = workername ?? '';
+    let run = this.#running.get(key);
+    if (!run) {
+      run = this.#inspectAll(workername).finally(() => this.#running.delete(key));
+      this.#running.set(key, run);
+    }
+    return run;
+  }
+
+  async #inspectAll(workername: string | undefined): Promise<void> {
+    await Promise.all(
+      INSPECT_METHODS.map(async (method) => {
+        const replies = await this.#app.control.broadcast(method, {
+          reply: true,
+          timeout: this.#timeoutMs,
+          ...(workername ? { destination: [workername] } : {}),
+        });
+        for (const reply of replies) {
+          for (const [host, value] of Object.entries(reply)) {
+            const info = this.#state.inspected.get(host) ?? {};
+            info[method] = value;
+            info['timestamp'] = Date.now() / 1000;
+            this.#state.inspected.set(host, info);
+          }
+        }
+      }),
+    );
+    this.#state.version++;
+  }
+}

@@ -1,0 +1,95 @@
+// The dashboard's own bookkeeping: Flower's task query, the per-second series (ring buffers), percentiles.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { queryTasks, type FlowerTask } from '../src/task-view';
+import { QueueLengthSeries, ThroughputSeries, percentile } from '../src/time-series';
+
+const task = (uuid: string, extra: Partial<FlowerTask>): FlowerTask => ({
+  uuid,
+  name: 'proj.add',
+  state: 'SUCCESS',
+  received: null,
+  sent: null,
+  started: null,
+  rejected: null,
+  succeeded: null,
+  failed: null,
+  retried: null,
+  revoked: null,
+  args: '(1, 2)',
+  kwargs: '{}',
+  eta: null,
+  expires: null,
+  retries: 0,
+  worker: 'w1@host',
+  result: '3',
+  exception: null,
+  timestamp: null,
+  runtime: 0.01,
+  traceback: null,
+  exchange: null,
+  routing_key: null,
+  clock: 0,
+  client: null,
+  root_id: null,
+  parent_id: null,
+  children: [],
+  ...extra,
+});
+
+describe("Flower's /api/tasks query", () => {
+  const tasks = [
+    task('a', { received: Date.parse('2026-01-01T10:00:00Z') / 1000, name: 'proj.add' }),
+    task('b', { received: Date.parse('2026-01-01T11:00:00Z') / 1000, name: 'proj.mul', state: 'FAILURE', exception: "ValueError('boom')", worker: 'w2@host' }),
+    task('c', { received: Date.parse('2026-01-01T12:00:00Z') / 1000, name: 'proj.add', args: '(40, 2)', result: '42' }),
+  ];
+
+  it('filters by worker, task name and state ("All" is no filter), and by received time', () => {
+    expect(queryTasks(tasks, { workername: 'w2@host' }).map((t) => t.uuid)).toEqual(['b']);
+    expect(queryTasks(tasks, { taskname: 'proj.add', state: 'All' }).map((t) => t.uuid)).toEqual(['a', 'c']);
+    expect(queryTasks(tasks, { state: 'FAILURE' }).map((t) => t.uuid)).toEqual(['b']);
+    expect(queryTasks(tasks, { receivedStart: '2026-01-01 10:30', receivedEnd: '2026-01-01 11:30' }).map((t) => t.uuid)).toEqual(['b']);
+  });
+
+  it('searches words anywhere or in one field (args:, result:, ...), every word must match', () => {
+    expect(queryTasks(tasks, { search: 'boom' }).map((t) => t.uuid)).toEqual(['b']);
+    expect(queryTasks(tasks, { search: 'args:40 result:42' }).map((t) => t.uuid)).toEqual(['c']);
+    expect(queryTasks(tasks, { search: 'args:40 result:3' })).toEqual([]);
+  });
+
+  it('sorts (- for descending) and pages', () => {
+    expect(queryTasks(tasks, { sortBy: '-received' }).map((t) => t.uuid)).toEqual(['c', 'b', 'a']);
+    expect(queryTasks(tasks, { sortBy: 'name', limit: 1, offset: 1 }).map((t) => t.uuid)).toEqual(['c']);
+  });
+});
+
+describe('per-second series', () => {
+  it('counts finished tasks per second and forgets seconds older than its window, whatever the order of events', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ at: fc.integer({ min: 0, max: 50 }), ok: fc.boolean() }), { maxLength: 200 }), (events) => {
+        const series = new ThroughputSeries(10);
+        for (const { at, ok } of [...events].sort((a, b) => a.at - b.at)) series.record(ok ? 'succeeded' : 'failed', 1000 + at, 0.1);
+        const points = series.points(1050);
+        expect(points.map((p) => p.t)).toEqual(Array.from({ length: 10 }, (_, i) => 1041 + i));
+        for (const point of points) {
+          const at = events.filter((e) => 1000 + e.at === point.t);
+          expect(point.succeeded).toBe(at.filter((e) => e.ok).length);
+          expect(point.failed).toBe(at.filter((e) => !e.ok).length);
+        }
+      }),
+    );
+  });
+
+  it('gives nearest-rank percentiles', () => {
+    expect(percentile([], 0.5)).toBeNull();
+    expect(percentile([1, 2, 3, 4], 0.5)).toBe(2);
+    expect(percentile([1, 2, 3, 4], 0.99)).toBe(4);
+  });
+
+  it('keeps the last N queue samples, oldest first', () => {
+    const series = new QueueLengthSeries(3);
+    for (let i = 0; i < 5; i++) series.record(i, { q: i });
+    expect(series.samples().map((s) => s.t)).toEqual([2, 3, 4]);
+    expect(series.latest()).toEqual({ q: 4 });
+  });
+});

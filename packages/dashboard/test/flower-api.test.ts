@@ -1,0 +1,208 @@
+/**
+ * Flower's REST API, metrics and health check on a live fleet: kq workers on Redis (and RabbitMQ) and a Python
+ * Celery 5.2.6 worker, seen through the dashboard's events and inspect calls, answered in Flower's shapes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { App, Logger, type Worker } from '@kq/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dashboard } from '../src/index';
+
+const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
+const interopDir = fileURLToPath(new URL('../../worker/test/interop', import.meta.url));
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const redisUp = await brokerReachable('redis');
+const python = await pythonAvailable(['celery']);
+
+describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
+  const ns = `kqdash${randomUUID().slice(0, 8)}`;
+  const queue = `${ns}.q`;
+  const REDIS = `${brokerUrls.redis}/7`;
+  const hostname = `w1@${ns}`;
+  let app: App;
+  let worker: Worker;
+  let dashboard: Dashboard;
+  let url: string;
+  let py: ChildProcess | undefined;
+  const get = async (path: string, init?: RequestInit): Promise<{ status: number; body: unknown }> => {
+    const response = await fetch(`${url}${path}`, init);
+    const text = await response.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // plain text (metrics, health check, a refusal)
+    }
+    return { status: response.status, body };
+  };
+  const post = (path: string, body?: unknown): Promise<{ status: number; body: unknown }> =>
+    get(path, { method: 'POST', ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+
+  beforeAll(async () => {
+    app = new App('dash-fleet', { broker: REDIS, backend: REDIS, taskDefaultQueue: queue, controlExchange: ns, eventExchange: `${ns}.ev` });
+    const child = app.task('dash.child', (_ctx, x: number) => x * 2);
+    app.task('dash.add', (_ctx, x: number, y: number) => x + y);
+    app.task('dash.boom', () => {
+      throw new RangeError('no such page');
+    });
+    app.task('dash.parent', async (_ctx, x: number) => (await child.delay(x)).id);
+    worker = app.worker({ queues: [queue], hostname, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    await worker.start();
+    dashboard = new Dashboard({ app: new App('dash', { broker: REDIS, backend: REDIS, taskDefaultQueue: queue, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500 });
+    url = await dashboard.start();
+  });
+
+  afterAll(async () => {
+    py?.kill('SIGKILL');
+    await dashboard?.close();
+    await dashboard?.app.close();
+    await worker?.stop();
+    await app?.connection.ensure((channel) => channel.deleteQueue(queue)).catch(() => undefined);
+    await app?.close();
+  });
+
+  it('GET /api/workers: what each worker answered to stats, active_queues, registered, ... (refresh, one worker, status)', async () => {
+    const { body } = await get('/api/workers?refresh=1');
+    const info = (body as Record<string, Record<string, unknown>>)[hostname];
+    expect(Object.keys(info ?? {}).sort()).toEqual(['active', 'active_queues', 'conf', 'registered', 'reserved', 'revoked', 'scheduled', 'stats', 'timestamp']);
+    expect(info?.['registered']).toEqual(expect.arrayContaining(['dash.add', 'dash.boom']));
+    expect((info?.['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([queue]);
+    expect((await get(`/api/workers?workername=${hostname}`)).body).toEqual({ [hostname]: info });
+    expect((await get('/api/workers?workername=nobody@nowhere')).status).toBe(404);
+    await waitFor('a heartbeat', async () => ((await get('/api/workers?status=1')).body as Record<string, boolean>)[hostname] === true);
+  });
+
+  it('GET /api/tasks, /api/task/info, /api/task/types: tasks in Flower\'s shape, filtered, with children', async () => {
+    const ok = await app.sendTask('dash.add', [2, 3]);
+    const failed = await app.sendTask('dash.boom');
+    const parent = await app.sendTask<string>('dash.parent', [21]);
+    const childId = await parent.get({ timeout: 10_000 });
+    await failed.get({ timeout: 10_000, propagate: false });
+    await waitFor('the events of the child', () => dashboard.state.task(childId)?.state === 'SUCCESS' || undefined);
+    const { body } = await get('/api/tasks');
+    const tasks = body as Record<string, Record<string, unknown>>;
+    expect(tasks[ok.id]).toMatchObject({ uuid: ok.id, name: 'dash.add', state: 'SUCCESS', args: '(2, 3)', kwargs: '{}', result: '5', worker: hostname, retries: 0 });
+    expect(typeof tasks[ok.id]?.['runtime']).toBe('number');
+    expect(typeof tasks[ok.id]?.['received']).toBe('number');
+    expect(tasks[failed.id]).toMatchObject({ state: 'FAILURE', exception: "ValueError('no such page')" });
+    expect(Object.keys((await get('/api/tasks?state=FAILURE')).body as object)).toEqual([failed.id]);
+    expect(Object.keys((await get('/api/tasks?taskname=dash.add')).body as object)).toEqual([ok.id]);
+    expect(Object.keys((await get('/api/tasks?limit=1&sort_by=-received')).body as object)).toHaveLength(1);
+    expect((await get(`/api/task/info/${parent.id}`)).body).toMatchObject({ uuid: parent.id, children: [childId] });
+    expect((await get(`/api/task/info/${childId}`)).body).toMatchObject({ parent_id: parent.id, root_id: parent.id });
+    expect((await get('/api/task/info/no-such-task')).status).toBe(404);
+    expect(((await get('/api/task/types')).body as { 'task-types': string[] })['task-types']).toEqual(expect.arrayContaining(['dash.add', 'dash.boom', 'dash.child', 'dash.parent']));
+  });
+
+  it('apply, async-apply, send-task and result: Flower\'s {task-id, state, result}, a failure with its repr and traceback', async () => {
+    expect((await post('/api/task/apply/dash.add', { args: [4, 5] })).body).toMatchObject({ state: 'SUCCESS', result: 9 });
+    const failed = (await post('/api/task/apply/dash.boom')).body as Record<string, unknown>;
+    expect(failed).toMatchObject({ state: 'FAILURE', result: "ValueError('no such page')" });
+    expect(String(failed['traceback'])).toContain('no such page');
+    const queued = (await post('/api/task/async-apply/dash.add', { args: [1, 1], countdown: 0 })).body as Record<string, string>;
+    expect(queued['task-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const sent = (await post('/api/task/send-task/dash.add', { args: [20, 22] })).body as Record<string, string>;
+    expect((await get(`/api/task/result/${sent['task-id']}?timeout=10`)).body).toEqual({ 'task-id': sent['task-id'], state: 'SUCCESS', result: 42 });
+    expect((await post('/api/task/apply/dash.add', { args: 'not a list' })).status).toBe(400);
+  });
+
+  it('control: pool grow/shrink/autoscale, consumers, rate and time limits, revoke — Flower\'s messages; unknown worker 404', async () => {
+    expect((await post(`/api/worker/pool/grow/${hostname}?n=2`)).body).toEqual({ message: `Growing '${hostname}' worker's pool by 2` });
+    expect((await post(`/api/worker/pool/shrink/${hostname}?n=2`)).body).toEqual({ message: `Shrinking '${hostname}' worker's pool by 2` });
+    expect((await post(`/api/worker/queue/add-consumer/${hostname}?queue=${ns}.extra`)).body).toEqual({ message: `add consumer ${ns}.extra` });
+    expect((await post(`/api/worker/queue/cancel-consumer/${hostname}?queue=${ns}.extra`)).body).toEqual({ message: `no longer consuming from ${ns}.extra` });
+    expect((await post(`/api/task/rate-limit/dash.add?workername=${hostname}&ratelimit=100/s`)).body).toEqual({ message: 'new rate limit set successfully' });
+    expect((await post(`/api/task/timeout/dash.add?workername=${hostname}&soft=10&hard=20`)).body).toEqual({ message: 'time limits set successfully' });
+    expect(worker.timeLimit('dash.add')).toBe(20);
+    expect((await post('/api/task/revoke/some-task-id?terminate=true')).body).toEqual({ message: "Revoked 'some-task-id'" });
+    await waitFor('the revoke to reach the worker', () => worker.state.revoked.has('some-task-id') || undefined);
+    expect((await post('/api/worker/pool/grow/nobody@nowhere')).status).toBe(404);
+  });
+
+  it('GET /api/queues/length, /metrics (Flower\'s names) and /healthcheck', async () => {
+    const { body } = await get('/api/queues/length');
+    expect((body as { active_queues: Array<{ name: string; messages: number }> }).active_queues).toEqual([{ name: queue, messages: 0 }]);
+    const metrics = String((await get('/metrics')).body);
+    expect(metrics).toMatch(new RegExp(`flower_events_total\\{worker="${hostname.replace('.', '\\.')}",type="task-succeeded",task="dash.add"\\} \\d+`));
+    expect(metrics).toContain(`flower_worker_online{worker="${hostname}"} 1`);
+    expect(metrics).toContain('flower_task_runtime_seconds_bucket');
+    expect(metrics).toContain('flower_worker_number_of_currently_executing_tasks');
+    expect(await get('/healthcheck')).toEqual({ status: 200, body: 'OK' });
+  });
+
+  it.skipIf(!python)('a Python Celery 5.2.6 worker in the fleet shows as a worker, and its tasks as tasks', async () => {
+    py = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '-E', '--without-mingle', '--without-gossip', '-l', 'warning'], {
+      cwd: interopDir,
+      env: { ...process.env, KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${ns}.py`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` },
+      stdio: 'ignore',
+    });
+    const info = await waitFor('the Python worker in /api/workers', async () => {
+      const { body } = await get(`/api/workers?refresh=1&workername=py@${ns}`).catch(() => ({ body: {} }));
+      return (body as Record<string, Record<string, unknown>>)[`py@${ns}`]?.['stats'] ? body : undefined;
+    }, 30_000);
+    expect((info as Record<string, Record<string, unknown>>)[`py@${ns}`]?.['registered']).toEqual(expect.arrayContaining(['interop.py_add']));
+    const result = await app.sendTask('interop.py_add', [2, 40], {}, { queue: `${ns}.py` });
+    expect(await result.get({ timeout: 20_000 })).toBe(42);
+    const task = await waitFor('the Python task in /api/tasks', () => dashboard.state.task(result.id)?.state === 'SUCCESS' ? dashboard.state.task(result.id) : undefined);
+    expect(task).toMatchObject({ name: 'interop.py_add', worker: `py@${ns}`, result: '42' });
+  }, 60_000);
+
+  it('basic auth: without the pair 401 (health check still open), with it 200', async () => {
+    const guarded = new Dashboard({ app: new App('dash-auth', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, basicAuth: ['admin:s3cret'] });
+    const guardedUrl = await guarded.start();
+    try {
+      expect((await fetch(`${guardedUrl}/api/workers`)).status).toBe(401);
+      expect((await fetch(`${guardedUrl}/healthcheck`)).status).toBe(200);
+      const authorised = await fetch(`${guardedUrl}/api/workers`, { headers: { authorization: `Basic ${Buffer.from('admin:s3cret').toString('base64')}` } });
+      expect(authorised.status).toBe(200);
+    } finally {
+      await guarded.close();
+      await guarded.app.close();
+    }
+  });
+});
+
+const amqpUp = await brokerReachable('amqp');
+describe.skipIf(!amqpUp)('the dashboard on RabbitMQ', () => {
+  const ns = `kqdashmq${randomUUID().slice(0, 8)}`;
+  const queue = `${ns}.q`;
+  let app: App;
+  let worker: Worker;
+  let dashboard: Dashboard;
+
+  beforeAll(async () => {
+    app = new App('dash-mq', { broker: brokerUrls.amqp, backend: 'rpc://', taskDefaultQueue: queue, controlExchange: ns, eventExchange: `${ns}.ev` });
+    app.task('dash.add', (_ctx, x: number, y: number) => x + y);
+    worker = app.worker({ queues: [queue], hostname: `mq@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    await worker.start();
+    dashboard = new Dashboard({ app: new App('dash', { broker: brokerUrls.amqp, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500 });
+    await dashboard.start();
+  });
+  afterAll(async () => {
+    await dashboard?.close();
+    await dashboard?.app.close();
+    await worker?.stop();
+    await app?.connection.ensure((channel) => channel.deleteQueue(queue)).catch(() => undefined);
+    await app?.close();
+  });
+
+  it('sees the worker and its task, and reads the queue length from the broker', async () => {
+    expect(await (await app.sendTask('dash.add', [1, 2])).get({ timeout: 10_000 })).toBe(3);
+    await dashboard.inspector.inspect();
+    expect(dashboard.state.inspected.get(`mq@${ns}`)?.['registered']).toEqual(expect.arrayContaining(['dash.add']));
+    await waitFor('the task events', () => dashboard.state.tasks().some((task) => task.name === 'dash.add' && task.state === 'SUCCESS') || undefined);
+    expect(await dashboard.sampleQueues()).toEqual([{ name: queue, messages: 0 }]);
+  });
+});

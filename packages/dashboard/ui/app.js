@@ -1,0 +1,235 @@
+// The kq dashboard's page: routes by URL hash, draws from the dashboard's JSON (its overview and Flower's API), and
+// redraws when the server-sent `/api/live` feed says something changed. Plain browser JavaScript: nothing to build.
+(() => {
+  'use strict';
+  const view = document.getElementById('view');
+  const STATES = ['All', 'PENDING', 'RECEIVED', 'STARTED', 'SUCCESS', 'FAILURE', 'RETRY', 'REVOKED', 'REJECTED'];
+  const PAGE = 50;
+  const taskFilters = { state: 'All', taskname: '', workername: 'All', search: '', offset: 0 };
+  let charts = [];
+  let drawing = false;
+  let pending = false;
+
+  const esc = (value) => String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  const time = (seconds) => (seconds ? new Date(seconds * 1000).toISOString().replace('T', ' ').slice(0, 23) : '');
+  const ago = (seconds) => (seconds === null || seconds === undefined ? '—' : seconds < 1 ? 'now' : `${seconds.toFixed(0)} s ago`);
+  const fetchJson = async (url, options) => {
+    const response = await fetch(url, options);
+    const body = await response.text();
+    let data;
+    try {
+      data = JSON.parse(body);
+    } catch {
+      data = { message: body };
+    }
+    if (!response.ok) throw new Error(data.error || data.message || `${response.status}`);
+    return data;
+  };
+  const toast = (text) => {
+    const node = document.createElement('div');
+    node.className = 'toast';
+    node.textContent = text;
+    document.body.appendChild(node);
+    setTimeout(() => node.remove(), 3000);
+  };
+  const post = async (url, fields = {}) => {
+    try {
+      const data = await fetchJson(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+      toast(data.message || 'done');
+    } catch (error) {
+      toast(`failed: ${error.message}`);
+    }
+    redraw();
+  };
+
+  function route() {
+    const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+    return { page: page || 'workers', arg: decodeURIComponent(rest.join('/')) };
+  }
+
+  function chart(target, title, series, data) {
+    const width = Math.max(320, target.clientWidth - 24);
+    const opts = { title, width, height: 200, scales: { x: { time: true } }, series: [{}, ...series], axes: [{}, { size: 60 }] };
+    charts.push(new uPlot(opts, data, target));
+  }
+
+  async function workersPage() {
+    const data = await fetchJson('/dashboard/overview');
+    const rows = data.workers
+      .map((w) => `<tr data-worker="${esc(w.hostname)}">
+        <td><a href="#/worker/${encodeURIComponent(w.hostname)}">${esc(w.hostname)}</a></td>
+        <td class="${w.online ? 'online' : 'offline'}">${w.online ? 'online' : 'offline'}</td>
+        <td>${ago(w.heartbeatAge)}</td>
+        <td>${esc(w.pool ? `${w.pool.implementation ?? ''} ${w.pool.size ?? ''}${w.pool.autoscale ? ` (autoscale ${w.pool.autoscale.min}–${w.pool.autoscale.max})` : ''}` : '—')}</td>
+        <td>${w.active ?? '—'}</td><td>${w.processed}</td><td>${w.failed}</td><td>${w.retried}</td>
+        <td>${esc(w.load ? w.load.map((n) => n.toFixed(2)).join(' ') : '—')}</td>
+        <td>${esc(w.queues.join(', '))}</td><td class="muted">${esc(w.software ?? '')}</td></tr>`)
+      .join('');
+    view.innerHTML = `<h1>Workers</h1>
+      <div class="cards"><div class="card" id="chart-throughput"></div><div class="card" id="chart-runtime"></div></div>
+      <table id="workers"><thead><tr><th>Worker</th><th>Status</th><th>Heartbeat</th><th>Pool</th><th>Active</th><th>Processed</th><th>Failed</th><th>Retried</th><th>Load</th><th>Queues</th><th>Software</th></tr></thead>
+      <tbody>${rows || '<tr><td colspan="11" class="muted">No worker seen yet: workers appear when they send events (kq worker -E, celery worker -E).</td></tr>'}</tbody></table>
+      <p class="muted">${data.tasks.total} tasks, ${data.events} events seen.</p>`;
+    const t = data.throughput.map((p) => p.t);
+    chart(document.getElementById('chart-throughput'), 'Tasks per second', [{ label: 'succeeded', stroke: '#2b8a3e' }, { label: 'failed', stroke: '#c92a2a' }], [t, data.throughput.map((p) => p.succeeded), data.throughput.map((p) => p.failed)]);
+    chart(document.getElementById('chart-runtime'), 'Runtime (s)', [{ label: 'p50', stroke: '#3b5bdb' }, { label: 'p95', stroke: '#e67700' }, { label: 'p99', stroke: '#c92a2a' }], [t, data.throughput.map((p) => p.p50), data.throughput.map((p) => p.p95), data.throughput.map((p) => p.p99)]);
+  }
+
+  async function workerPage(name) {
+    const data = await fetchJson(`/api/workers?workername=${encodeURIComponent(name)}`).catch(() => ({ [name]: {} }));
+    const info = data[name] || {};
+    const list = (items, render) => (Array.isArray(items) && items.length ? `<table><tbody>${items.map(render).join('')}</tbody></table>` : '<p class="muted">none</p>');
+    const taskRow = (t) => `<tr><td><a href="#/task/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.name)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td></tr>`;
+    const enc = encodeURIComponent(name);
+    view.innerHTML = `<h1>${esc(name)}</h1>
+      <div class="actions">
+        <button class="danger" data-act="shutdown">Shut down</button>
+        <button class="secondary" data-act="restart">Restart pool</button>
+        <form data-act="grow"><input name="n" value="1" size="3"><button class="secondary">Grow pool</button></form>
+        <form data-act="shrink"><input name="n" value="1" size="3"><button class="secondary">Shrink pool</button></form>
+        <form data-act="autoscale"><input name="max" placeholder="max" size="4"><input name="min" placeholder="min" size="4"><button class="secondary">Autoscale</button></form>
+        <form data-act="add-consumer"><input name="queue" placeholder="queue"><button class="secondary">Add consumer</button></form>
+        <form data-act="cancel-consumer"><input name="queue" placeholder="queue"><button class="secondary">Cancel consumer</button></form>
+        <form data-act="rate-limit"><input name="task" placeholder="task name"><input name="ratelimit" placeholder="10/s" size="6"><button class="secondary">Rate limit</button></form>
+        <form data-act="timeout"><input name="task" placeholder="task name"><input name="soft" placeholder="soft s" size="5"><input name="hard" placeholder="hard s" size="5"><button class="secondary">Time limits</button></form>
+      </div>
+      <h2>Active</h2>${list(info.active, taskRow)}
+      <h2>Reserved</h2>${list(info.reserved, taskRow)}
+      <h2>Scheduled (ETA)</h2>${list(info.scheduled, (s) => `<tr><td>${esc(s.eta)}</td>${taskRow(s.request || {}).replace(/^<tr>|<\/tr>$/g, '')}</tr>`)}
+      <h2>Queues</h2>${list(info.active_queues, (q) => `<tr><td>${esc(q.name)}</td><td class="muted">${esc(q.exchange && q.exchange.name)}</td><td class="muted">${esc(q.routing_key)}</td></tr>`)}
+      <h2>Registered tasks</h2>${list(info.registered, (t) => `<tr><td>${esc(t)}</td></tr>`)}
+      <h2>Revoked</h2>${list(info.revoked, (t) => `<tr><td class="mono">${esc(t)}</td></tr>`)}
+      <h2>Stats</h2><pre>${esc(JSON.stringify(info.stats ?? {}, null, 2))}</pre>
+      <h2>Configuration</h2><pre>${esc(JSON.stringify(info.conf ?? {}, null, 2))}</pre>`;
+    view.querySelector('[data-act="shutdown"]').onclick = () => confirm(`Shut down ${name}?`) && post(`/api/worker/shutdown/${enc}`);
+    view.querySelector('[data-act="restart"]').onclick = () => post(`/api/worker/pool/restart/${enc}`);
+    for (const form of view.querySelectorAll('form[data-act]')) {
+      form.onsubmit = (event) => {
+        event.preventDefault();
+        const fields = Object.fromEntries(new FormData(form));
+        const act = form.dataset.act;
+        if (act === 'grow' || act === 'shrink' || act === 'autoscale') return post(`/api/worker/pool/${act}/${enc}`, fields);
+        if (act === 'add-consumer' || act === 'cancel-consumer') return post(`/api/worker/queue/${act}/${enc}`, fields);
+        const task = encodeURIComponent(fields.task || '');
+        delete fields.task;
+        return post(`/api/task/${act}/${task}`, { ...fields, workername: name });
+      };
+    }
+  }
+
+  async function tasksPage() {
+    const [overview] = await Promise.all([fetchJson('/dashboard/overview')]);
+    const query = new URLSearchParams({ limit: String(PAGE), offset: String(taskFilters.offset), sort_by: '-received' });
+    for (const key of ['state', 'taskname', 'workername', 'search']) if (taskFilters[key] && taskFilters[key] !== 'All') query.set(key, taskFilters[key]);
+    const tasks = Object.values(await fetchJson(`/api/tasks?${query}`));
+    const workers = ['All', ...overview.workers.map((w) => w.hostname)];
+    const options = (values, selected) => values.map((v) => `<option${v === selected ? ' selected' : ''}>${esc(v)}</option>`).join('');
+    const rows = tasks
+      .map((t) => `<tr><td><a href="#/task/${esc(t.uuid)}">${esc(t.name ?? '?')}</a><div class="mono muted">${esc(t.uuid)}</div></td>
+        <td class="state ${esc(t.state)}">${esc(t.state)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td>
+        <td class="mono">${esc(t.result ?? t.exception ?? '')}</td><td>${time(t.received)}</td><td>${t.runtime === null ? '' : t.runtime.toFixed(3)}</td><td>${esc(t.worker ?? '')}</td></tr>`)
+      .join('');
+    const focused = document.activeElement && document.activeElement.name;
+    view.innerHTML = `<h1>Tasks</h1>
+      <form class="filters" id="filters">
+        <select name="state">${options(STATES, taskFilters.state)}</select>
+        <input name="taskname" placeholder="task name" value="${esc(taskFilters.taskname)}" list="task-types">
+        <datalist id="task-types">${overview.tasks.types.map((n) => `<option>${esc(n)}</option>`).join('')}</datalist>
+        <select name="workername">${options(workers, taskFilters.workername)}</select>
+        <input name="search" placeholder="search (args:…, result:…)" value="${esc(taskFilters.search)}" size="30">
+        <button>Filter</button>
+      </form>
+      <table id="tasks"><thead><tr><th>Task</th><th>State</th><th>Args</th><th>Kwargs</th><th>Result</th><th>Received</th><th>Runtime</th><th>Worker</th></tr></thead>
+      <tbody>${rows || '<tr><td colspan="8" class="muted">No task matches.</td></tr>'}</tbody></table>
+      <div class="pager"><button class="secondary" id="prev" ${taskFilters.offset === 0 ? 'disabled' : ''}>Previous</button>
+      <span class="muted">${taskFilters.offset + 1}–${taskFilters.offset + tasks.length}</span>
+      <button class="secondary" id="next" ${tasks.length < PAGE ? 'disabled' : ''}>Next</button></div>`;
+    const form = document.getElementById('filters');
+    if (focused && form.elements[focused]) form.elements[focused].focus();
+    form.onsubmit = (event) => {
+      event.preventDefault();
+      Object.assign(taskFilters, Object.fromEntries(new FormData(form)), { offset: 0 });
+      redraw();
+    };
+    document.getElementById('prev').onclick = () => ((taskFilters.offset = Math.max(0, taskFilters.offset - PAGE)), redraw());
+    document.getElementById('next').onclick = () => ((taskFilters.offset += PAGE), redraw());
+  }
+
+  async function taskPage(id) {
+    let task;
+    try {
+      task = await fetchJson(`/api/task/info/${encodeURIComponent(id)}`);
+    } catch {
+      view.innerHTML = `<h1>Task ${esc(id)}</h1><p class="muted">No event about this task has been seen.</p>`;
+      return;
+    }
+    const link = (value) => (value ? `<a href="#/task/${esc(value)}">${esc(value)}</a>` : '—');
+    const fields = ['name', 'state', 'worker', 'args', 'kwargs', 'result', 'exception', 'retries', 'runtime', 'eta', 'expires', 'routing_key', 'client'];
+    const timeline = ['sent', 'received', 'started', 'retried', 'succeeded', 'failed', 'revoked', 'rejected']
+      .filter((k) => task[k])
+      .map((k) => [k, task[k]])
+      .sort((a, b) => a[1] - b[1]);
+    view.innerHTML = `<h1>${esc(task.name ?? 'Task')} <span class="state ${esc(task.state)}">${esc(task.state)}</span></h1>
+      <div class="actions"><button class="secondary" id="revoke">Revoke</button><button class="danger" id="terminate">Terminate</button></div>
+      <dl><dt>id</dt><dd class="mono">${esc(task.uuid)}</dd>
+      ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(task[k] ?? '—')}</dd>`).join('')}
+      <dt>parent</dt><dd>${link(task.parent_id)}</dd><dt>root</dt><dd>${link(task.root_id)}</dd>
+      <dt>children</dt><dd>${task.children.length ? task.children.map(link).join('<br>') : '—'}</dd></dl>
+      ${task.traceback ? `<h2>Traceback</h2><pre>${esc(task.traceback)}</pre>` : ''}
+      <h2>Timeline</h2><table><tbody>${timeline.map(([k, t]) => `<tr><td>${time(t)}</td><td>${k}</td></tr>`).join('')}</tbody></table>`;
+    document.getElementById('revoke').onclick = () => post(`/api/task/revoke/${encodeURIComponent(id)}`);
+    document.getElementById('terminate').onclick = () => confirm('Terminate the running task?') && post(`/api/task/revoke/${encodeURIComponent(id)}`, { terminate: 'true' });
+  }
+
+  async function queuesPage() {
+    const [lengths, data] = await Promise.all([fetchJson('/api/queues/length'), fetchJson('/dashboard/overview')]);
+    view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
+      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th></tr></thead><tbody>
+      ${lengths.active_queues.map((q) => `<tr><td>${esc(q.name)}</td><td>${q.messages}</td></tr>`).join('') || '<tr><td colspan="2" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
+      </tbody></table>`;
+    const samples = data.queues.samples;
+    if (samples.length > 1 && data.queues.names.length) {
+      const palette = ['#3b5bdb', '#2b8a3e', '#e67700', '#c92a2a', '#862e9c', '#0b7285'];
+      chart(document.getElementById('chart-queues'), 'Messages waiting', data.queues.names.map((name, i) => ({ label: name, stroke: palette[i % palette.length] })), [samples.map((s) => s.t), ...data.queues.names.map((name) => samples.map((s) => s.lengths[name] ?? null))]);
+    }
+  }
+
+  async function redraw() {
+    if (drawing) {
+      pending = true;
+      return;
+    }
+    drawing = true;
+    try {
+      for (const c of charts) c.destroy();
+      charts = [];
+      const { page, arg } = route();
+      for (const link of document.querySelectorAll('[data-nav]')) link.classList.toggle('active', link.dataset.nav === page || `${link.dataset.nav.replace(/s$/, '')}` === page);
+      if (page === 'worker') await workerPage(arg);
+      else if (page === 'tasks') await tasksPage();
+      else if (page === 'task') await taskPage(arg);
+      else if (page === 'queues') await queuesPage();
+      else await workersPage();
+    } catch (error) {
+      view.innerHTML = `<p class="offline">Could not load: ${esc(error.message)}</p>`;
+    } finally {
+      drawing = false;
+      if (pending) {
+        pending = false;
+        redraw();
+      }
+    }
+  }
+
+  window.addEventListener('hashchange', redraw);
+  const live = document.getElementById('live');
+  const feed = new EventSource('/api/live');
+  feed.addEventListener('change', () => {
+    // A form being typed in is left alone (a redraw would reset it): the page catches up at the next change.
+    const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);
+    if (!typing) redraw();
+  });
+  feed.onopen = () => live.classList.add('on');
+  feed.onerror = () => live.classList.remove('on');
+  redraw();
+})();
