@@ -96,6 +96,7 @@ export class Dashboard {
       }
     });
     this.state.queueLengths.record(Date.now() / 1000, lengths);
+    this.state.metrics.queues(lengths);
     return Object.entries(lengths).map(([name, messages]) => ({ name, messages }));
   }
 

@@ -1,6 +1,6 @@
 import { ClusterState, type ClusterTask, type ReceivedEvent } from '@kq/worker';
 import { FlowerMetrics } from './flower-metrics';
-import { flowerTask, type FlowerTask } from './task-view';
+import { flowerTask, queryTasks, queryableClusterTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';
 import { QueueLengthSeries, ThroughputSeries } from './time-series';
 
 /** What the workers answered to Flower's inspect calls, by worker: `stats`, `active_queues`, ... and `timestamp`. */
@@ -61,9 +61,18 @@ export class FleetState {
     return task ? flowerTask(task, this.#childrenOf(uuid)) : undefined;
   }
 
-  /** Every task known, most recent first, in Flower's shape. */
-  tasks(): FlowerTask[] {
-    return this.cluster.tasksByTime().map((task: ClusterTask) => flowerTask(task, this.#childrenOf(task.uuid)));
+  /** Flower's `/api/tasks`: the tasks that match, most recently seen first unless sorted, in Flower's shape. */
+  queryTasks(query: TaskQuery = {}): FlowerTask[] {
+    return queryTasks(this.#newestFirst(), query).map((task) => flowerTask(task.task, this.#childrenOf(task.uuid)));
+  }
+
+  /** Tasks newest first (by when the state first saw them), read lazily so a full page stops the walk. */
+  *#newestFirst(): Generator<QueryableTask & { task: ClusterTask }> {
+    const tasks = [...this.cluster.tasks.values()];
+    for (let i = tasks.length - 1; i >= 0; i--) {
+      const task = tasks[i] as ClusterTask;
+      yield Object.assign(queryableClusterTask(task), { task });
+    }
   }
 
   /** Task names seen (Flower's `task-types`). */

@@ -4,7 +4,7 @@ import type { ClusterState, ClusterTask, ReceivedEvent } from '@kq/worker';
 /**
  * Flower's Prometheus metrics, under Flower's names and labels, so its Grafana dashboards and alerts work as they
  * are: events by worker, type and task, task runtime histogram, prefetch time and count, worker online and number
- * of executing tasks. Fed by the same events the dashboard shows.
+ * of executing tasks — plus `kq_queue_length`. Fed by the same events and samples the dashboard shows.
  */
 export class FlowerMetrics {
   readonly registry = new prom.Registry();
@@ -29,6 +29,14 @@ export class FlowerMetrics {
     labelNames: ['worker'],
     registers: [this.registry],
   });
+
+  // Not Flower's: what its users scrape from a broker exporter, here from the lengths the dashboard samples.
+  readonly #queueLength = new prom.Gauge({ name: 'kq_queue_length', help: 'Messages waiting in a queue the workers consume', labelNames: ['queue'], registers: [this.registry] });
+
+  /** The latest queue lengths. */
+  queues(lengths: Readonly<Record<string, number>>): void {
+    for (const [queue, length] of Object.entries(lengths)) this.#queueLength.labels(queue).set(length);
+  }
 
   /** Accounts for one event, once the state has applied it (as Flower's `EventsState.event`). */
   event(event: ReceivedEvent, task: ClusterTask | undefined): void {

@@ -3,7 +3,7 @@ export { Dashboard, type DashboardOptions } from './dashboard';
 export { FleetState, type FleetStateOptions, type InspectedWorker } from './fleet-state';
 export { FlowerMetrics } from './flower-metrics';
 export { overview, type Overview, type WorkerRow } from './overview';
-export { flowerTask, queryTasks, type FlowerTask, type TaskQuery } from './task-view';
+export { flowerTask, queryTasks, queryableClusterTask, queryableFlowerTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';
 export { QueueLengthSeries, ThroughputSeries, percentile, type ThroughputPoint } from './time-series';
 export { INSPECT_METHODS, WorkerInspector } from './worker-inspector';
 export { runDashboardCli } from './dashboard-cli';

@@ -22,7 +22,12 @@ export interface WorkerRow {
 export interface Overview {
   workers: WorkerRow[];
   throughput: ThroughputPoint[];
-  queues: { names: string[]; samples: Array<{ t: number; lengths: Readonly<Record<string, number>> }> };
+  queues: {
+    names: string[];
+    samples: Array<{ t: number; lengths: Readonly<Record<string, number>> }>;
+    /** Per queue: messages waiting (last sample), the workers consuming it, and the ETA tasks they hold from it. */
+    rows: Array<{ name: string; messages: number | null; consumers: string[]; scheduled: number }>;
+  };
   tasks: { total: number; byState: Record<string, number>; types: string[] };
   events: number;
 }
@@ -64,10 +69,23 @@ export function overview(dashboard: Dashboard, now: number = Date.now() / 1000):
   for (const task of state.cluster.tasks.values()) byState[task.state] = (byState[task.state] ?? 0) + 1;
   const samples = state.queueLengths.samples();
   const queueNames = [...new Set([...state.activeQueueNames(), ...samples.flatMap((sample) => Object.keys(sample.lengths))])].sort();
+  const latest = state.queueLengths.latest();
+  const rows = queueNames.map((name) => ({ name, messages: latest[name] ?? null, consumers: [] as string[], scheduled: 0 }));
+  const byName = new Map(rows.map((row) => [row.name, row]));
+  for (const [hostname, info] of state.inspected) {
+    const queues = Array.isArray(info['active_queues']) ? (info['active_queues'] as Array<{ name?: unknown }>) : [];
+    for (const queue of queues) byName.get(String(queue.name))?.consumers.push(hostname);
+    // ETA tasks a worker holds (`inspect scheduled`), by the queue their message came from
+    const scheduled = Array.isArray(info['scheduled']) ? (info['scheduled'] as Array<{ request?: { delivery_info?: { routing_key?: unknown } } }>) : [];
+    for (const entry of scheduled) {
+      const row = byName.get(String(entry.request?.delivery_info?.routing_key));
+      if (row) row.scheduled++;
+    }
+  }
   return {
     workers,
     throughput: state.throughput.points(now, 300),
-    queues: { names: queueNames, samples },
+    queues: { names: queueNames, samples, rows },
     tasks: { total: state.cluster.tasks.size, byState, types: state.taskTypes() },
     events: state.cluster.eventCount,
   };

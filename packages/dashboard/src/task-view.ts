@@ -90,9 +90,46 @@ export interface TaskQuery {
 }
 
 const SEARCH_FIELDS = ['args', 'kwargs', 'result', 'state', 'name', 'uuid', 'worker', 'exception'] as const;
+type SearchField = (typeof SEARCH_FIELDS)[number];
 
-/** Filters, sorts and pages tasks as Flower's `iter_tasks` does ('All' means no filter). */
-export function queryTasks(tasks: readonly FlowerTask[], query: TaskQuery): FlowerTask[] {
+/** What the query reads of a task: the few fields it filters and sorts on (cheap to read off a ClusterTask). */
+export interface QueryableTask {
+  readonly uuid: string;
+  readonly name: string | null;
+  readonly state: string;
+  readonly worker: string | null;
+  readonly received: number | null;
+  /** A field's text for search and sorting (args, kwargs, result, ...). */
+  field(name: string): unknown;
+}
+
+/** A Flower-shaped task as something the query reads. */
+export function queryableFlowerTask(task: FlowerTask): QueryableTask {
+  return { uuid: task.uuid, name: task.name, state: task.state, worker: task.worker, received: task.received, field: (name) => task[name as keyof FlowerTask] };
+}
+
+/** A task of the event state as something the query reads, without building its Flower shape. */
+export function queryableClusterTask(task: ClusterTask): QueryableTask {
+  return {
+    uuid: task.uuid,
+    name: task.name,
+    state: task.state,
+    worker: task.worker,
+    received: task.times['received'] ?? null,
+    field: (name) => {
+      if (name === 'uuid' || name === 'state' || name === 'worker' || name === 'name') return task[name];
+      if (name in task.times) return task.times[name];
+      const value = task.fields[name];
+      return value === undefined || value === null || typeof value === 'string' || typeof value === 'number' ? value : JSON.stringify(value);
+    },
+  };
+}
+
+/**
+ * Filters, sorts and pages tasks as Flower's `iter_tasks` does ('All' means no filter); `tasks` come most recent
+ * first. Only what passes is sorted, so a page of a large state costs one pass over it.
+ */
+export function queryTasks<T extends QueryableTask>(tasks: Iterable<T>, query: TaskQuery): T[] {
   const all = (value: string | undefined): string | undefined => (value === undefined || value === '' || value === 'All' ? undefined : value);
   const worker = all(query.workername);
   const name = all(query.taskname);
@@ -105,33 +142,42 @@ export function queryTasks(tasks: readonly FlowerTask[], query: TaskQuery): Flow
     .map((term) => {
       const colon = term.indexOf(':');
       const field = colon > 0 ? term.slice(0, colon) : '';
-      return (SEARCH_FIELDS as readonly string[]).includes(field) ? { field, value: term.slice(colon + 1).toLowerCase() } : { field: '', value: term.toLowerCase() };
+      return (SEARCH_FIELDS as readonly string[]).includes(field) ? { field: field as SearchField, value: term.slice(colon + 1).toLowerCase() } : { field: undefined, value: term.toLowerCase() };
     });
-  let result = tasks.filter((task) => {
-    if (worker !== undefined && task.worker !== worker) return false;
-    if (name !== undefined && task.name !== name) return false;
-    if (state !== undefined && task.state !== state) return false;
-    if (start !== undefined && (task.received === null || task.received < start)) return false;
-    if (end !== undefined && (task.received === null || task.received > end)) return false;
-    return terms.every(({ field, value }) => {
-      const haystack = field ? [task[field as (typeof SEARCH_FIELDS)[number]]] : [task.name, task.uuid, task.args, task.kwargs, task.result, task.exception, task.worker];
-      return haystack.some((item) => item !== null && item !== undefined && String(item).toLowerCase().includes(value));
-    });
-  });
+  const everywhere: readonly SearchField[] = ['name', 'uuid', 'args', 'kwargs', 'result', 'exception', 'worker'];
+  const offset = Math.max(0, query.offset ?? 0);
+  const limit = query.limit === undefined ? Infinity : Math.max(0, query.limit);
+  const result: T[] = [];
+  for (const task of tasks) {
+    if (worker !== undefined && task.worker !== worker) continue;
+    if (name !== undefined && task.name !== name) continue;
+    if (state !== undefined && task.state !== state) continue;
+    if (start !== undefined && (task.received === null || task.received < start)) continue;
+    if (end !== undefined && (task.received === null || task.received > end)) continue;
+    const matches = terms.every(({ field, value }) =>
+      (field ? [field] : everywhere).some((key) => {
+        const item = task.field(key);
+        return item !== null && item !== undefined && String(item).toLowerCase().includes(value);
+      }),
+    );
+    if (!matches) continue;
+    result.push(task);
+    // Unsorted, a page is done once it is full.
+    if (!query.sortBy && result.length >= offset + limit) break;
+  }
   if (query.sortBy) {
     const descending = query.sortBy.startsWith('-');
-    const key = (descending ? query.sortBy.slice(1) : query.sortBy) as keyof FlowerTask;
-    result = [...result].sort((a, b) => {
-      const x = a[key];
-      const y = b[key];
+    const key = descending ? query.sortBy.slice(1) : query.sortBy;
+    result.sort((a, b) => {
+      const x = a.field(key) as string | number | null | undefined;
+      const y = b.field(key) as string | number | null | undefined;
       if (x === y) return 0;
       if (x === null || x === undefined) return 1;
       if (y === null || y === undefined) return -1;
       return (x < y ? -1 : 1) * (descending ? -1 : 1);
     });
   }
-  const offset = Math.max(0, query.offset ?? 0);
-  return query.limit === undefined ? result.slice(offset) : result.slice(offset, offset + Math.max(0, query.limit));
+  return result.slice(offset, limit === Infinity ? undefined : offset + limit);
 }
 
 function parseUtcMinute(value: string): number | undefined {

@@ -6,13 +6,14 @@ export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'schedul
 
 /**
  * Asks the workers (all, or one) what Flower's inspector asks and keeps the answers in the fleet state: one broadcast
- * per method, in parallel, each waiting `timeoutMs` for replies. Concurrent calls for the same target share one run.
+ * per method, in parallel, each waiting `timeoutMs` for replies. A call made while a run for the same target is under
+ * way waits for one more run after it (whose answers are at least as new as the call); calls made meanwhile share it.
  */
 export class WorkerInspector {
   readonly #app: App;
   readonly #state: FleetState;
   readonly #timeoutMs: number;
-  readonly #running = new Map<string, Promise<void>>();
+  readonly #running = new Map<string, { current: Promise<void>; next?: Promise<void> }>();
 
   constructor(app: App, state: FleetState, timeoutMs: number) {
     this.#app = app;
@@ -22,12 +23,24 @@ export class WorkerInspector {
 
   inspect(workername?: string): Promise<void> {
     const key = workername ?? '';
-    let run = this.#running.get(key);
-    if (!run) {
-      run = this.#inspectAll(workername).finally(() => this.#running.delete(key));
-      this.#running.set(key, run);
+    const runs = this.#running.get(key);
+    if (!runs) {
+      const current = this.#inspectAll(workername).finally(() => this.#finished(key, current));
+      this.#running.set(key, { current });
+      return current;
     }
-    return run;
+    runs.next ??= runs.current.catch(() => undefined).then(() => {
+      const next = runs.next as Promise<void>;
+      runs.current = next;
+      runs.next = undefined;
+      return this.#inspectAll(workername).finally(() => this.#finished(key, next));
+    });
+    return runs.next;
+  }
+
+  #finished(key: string, run: Promise<void>): void {
+    const runs = this.#running.get(key);
+    if (runs && runs.current === run && !runs.next) this.#running.delete(key);
   }
 
   async #inspectAll(workername: string | undefined): Promise<void> {

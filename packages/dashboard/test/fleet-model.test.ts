@@ -1,7 +1,7 @@
 // The dashboard's own bookkeeping: Flower's task query, the per-second series (ring buffers), percentiles.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { queryTasks, type FlowerTask } from '../src/task-view';
+import { queryTasks, queryableFlowerTask, type FlowerTask } from '../src/task-view';
 import { QueueLengthSeries, ThroughputSeries, percentile } from '../src/time-series';
 
 const task = (uuid: string, extra: Partial<FlowerTask>): FlowerTask => ({
@@ -42,7 +42,7 @@ describe("Flower's /api/tasks query", () => {
     task('a', { received: Date.parse('2026-01-01T10:00:00Z') / 1000, name: 'proj.add' }),
     task('b', { received: Date.parse('2026-01-01T11:00:00Z') / 1000, name: 'proj.mul', state: 'FAILURE', exception: "ValueError('boom')", worker: 'w2@host' }),
     task('c', { received: Date.parse('2026-01-01T12:00:00Z') / 1000, name: 'proj.add', args: '(40, 2)', result: '42' }),
-  ];
+  ].map(queryableFlowerTask);
 
   it('filters by worker, task name and state ("All" is no filter), and by received time', () => {
     expect(queryTasks(tasks, { workername: 'w2@host' }).map((t) => t.uuid)).toEqual(['b']);
@@ -92,4 +92,28 @@ describe('per-second series', () => {
     expect(series.samples().map((s) => s.t)).toEqual([2, 3, 4]);
     expect(series.latest()).toEqual({ q: 4 });
   });
+});
+
+describe('a burst of 100 000 tasks', () => {
+  it('keeps the state bounded (max tasks), answers a page of the newest, and counts every event', async () => {
+    const { FleetState } = await import('../src/fleet-state');
+    const state = new FleetState({ maxTasks: 10_000 });
+    const base = 1_800_000_000;
+    let clock = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const uuid = `t-${i}`;
+      const common = { uuid, hostname: 'w1@host', local_received: base + i / 1000, utcoffset: 0, pid: 1 };
+      state.event({ ...common, type: 'task-received', name: 'proj.add', args: `(${i}, 1)`, kwargs: '{}', timestamp: base + i / 1000, clock: ++clock, ...(i > 0 ? { parent_id: `t-${i - 1}` } : {}) } as never);
+      state.event({ ...common, type: 'task-started', timestamp: base + i / 1000, clock: ++clock } as never);
+      state.event({ ...common, type: 'task-succeeded', result: String(i + 1), runtime: 0.001, timestamp: base + i / 1000, clock: ++clock } as never);
+    }
+    expect(state.cluster.tasks.size).toBe(10_000);
+    expect(state.cluster.eventCount).toBe(300_000);
+    const page = state.queryTasks({ limit: 50 });
+    expect(page).toHaveLength(50);
+    expect(page[0]).toMatchObject({ uuid: 't-99999', state: 'SUCCESS', result: '100000', children: [] });
+    expect(state.task('t-99998')?.children).toEqual(['t-99999']);
+    expect(state.queryTasks({ search: 'args:(95000,', limit: 5 }).map((t) => t.uuid)).toEqual(['t-95000']);
+    expect(state.cluster.tasksByTime(3).map((t) => t.uuid)).toEqual(['t-99999', 't-99998', 't-99997']);
+  }, 60_000);
 });

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { App, Logger, type Worker } from '@kq/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Dashboard } from '../src/index';
 
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
@@ -139,6 +140,10 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect(metrics).toContain(`flower_worker_online{worker="${hostname}"} 1`);
     expect(metrics).toContain('flower_task_runtime_seconds_bucket');
     expect(metrics).toContain('flower_worker_number_of_currently_executing_tasks');
+    expect(metrics).toContain(`kq_queue_length{queue="${queue}"} 0`);
+    // ... and it is valid Prometheus text, as a scraper reads it
+    const families = parsePrometheusTextFormat(metrics);
+    expect(families.map((family) => family.name)).toEqual(expect.arrayContaining(['flower_events_total', 'flower_task_runtime_seconds', 'flower_worker_online', 'kq_queue_length']));
     expect(await get('/healthcheck')).toEqual({ status: 200, body: 'OK' });
   });
 
@@ -202,7 +207,7 @@ describe.skipIf(!amqpUp)('the dashboard on RabbitMQ', () => {
     expect(await (await app.sendTask('dash.add', [1, 2])).get({ timeout: 10_000 })).toBe(3);
     await dashboard.inspector.inspect();
     expect(dashboard.state.inspected.get(`mq@${ns}`)?.['registered']).toEqual(expect.arrayContaining(['dash.add']));
-    await waitFor('the task events', () => dashboard.state.tasks().some((task) => task.name === 'dash.add' && task.state === 'SUCCESS') || undefined);
+    await waitFor('the task events', () => dashboard.state.queryTasks().some((task) => task.name === 'dash.add' && task.state === 'SUCCESS') || undefined);
     expect(await dashboard.sampleQueues()).toEqual([{ name: queue, messages: 0 }]);
   });
 });

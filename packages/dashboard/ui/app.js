@@ -72,7 +72,9 @@
       <p class="muted">${data.tasks.total} tasks, ${data.events} events seen.</p>`;
     const t = data.throughput.map((p) => p.t);
     chart(document.getElementById('chart-throughput'), 'Tasks per second', [{ label: 'succeeded', stroke: '#2b8a3e' }, { label: 'failed', stroke: '#c92a2a' }], [t, data.throughput.map((p) => p.succeeded), data.throughput.map((p) => p.failed)]);
-    chart(document.getElementById('chart-runtime'), 'Runtime (s)', [{ label: 'p50', stroke: '#3b5bdb' }, { label: 'p95', stroke: '#e67700' }, { label: 'p99', stroke: '#c92a2a' }], [t, data.throughput.map((p) => p.p50), data.throughput.map((p) => p.p95), data.throughput.map((p) => p.p99)]);
+    // Seconds with no finished task have no runtime: points stay visible where a line has no neighbour.
+    const dots = { show: true, size: 4 };
+    chart(document.getElementById('chart-runtime'), 'Runtime (s)', [{ label: 'p50', stroke: '#3b5bdb', points: dots }, { label: 'p95', stroke: '#e67700', points: dots }, { label: 'p99', stroke: '#c92a2a', points: dots }], [t, data.throughput.map((p) => p.p50), data.throughput.map((p) => p.p95), data.throughput.map((p) => p.p99)]);
   }
 
   async function workerPage(name) {
@@ -172,7 +174,7 @@
     view.innerHTML = `<h1>${esc(task.name ?? 'Task')} <span class="state ${esc(task.state)}">${esc(task.state)}</span></h1>
       <div class="actions"><button class="secondary" id="revoke">Revoke</button><button class="danger" id="terminate">Terminate</button></div>
       <dl><dt>id</dt><dd class="mono">${esc(task.uuid)}</dd>
-      ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(task[k] ?? '—')}</dd>`).join('')}
+      ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(k === 'runtime' && task[k] !== null ? `${task[k].toFixed(6)} s` : task[k] ?? '—')}</dd>`).join('')}
       <dt>parent</dt><dd>${link(task.parent_id)}</dd><dt>root</dt><dd>${link(task.root_id)}</dd>
       <dt>children</dt><dd>${task.children.length ? task.children.map(link).join('<br>') : '—'}</dd></dl>
       ${task.traceback ? `<h2>Traceback</h2><pre>${esc(task.traceback)}</pre>` : ''}
@@ -182,10 +184,11 @@
   }
 
   async function queuesPage() {
-    const [lengths, data] = await Promise.all([fetchJson('/api/queues/length'), fetchJson('/dashboard/overview')]);
+    await fetchJson('/api/queues/length'); // a fresh sample of every queue's length
+    const data = await fetchJson('/dashboard/overview');
     view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
-      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th></tr></thead><tbody>
-      ${lengths.active_queues.map((q) => `<tr><td>${esc(q.name)}</td><td>${q.messages}</td></tr>`).join('') || '<tr><td colspan="2" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
+      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
+      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="4" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
       </tbody></table>`;
     const samples = data.queues.samples;
     if (samples.length > 1 && data.queues.names.length) {

@@ -2,7 +2,6 @@ import { pythonRepr, type ResultMeta } from '@kq/core';
 import type { ApplyOptions, AsyncResult } from '@kq/worker';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Dashboard } from '../dashboard';
-import { queryTasks } from '../task-view';
 import { field, numberField } from './request-fields';
 
 /** Flower's task routes: list, types, info, result, and apply / async-apply / send-task. */
@@ -14,7 +13,7 @@ export function registerFlowerTaskRoutes(server: FastifyInstance, dashboard: Das
       return reply.code(400).send({ error: 'limit and offset must be whole numbers' });
     }
     const optional = (name: string): string | undefined => field(request, name);
-    const tasks = queryTasks(dashboard.state.tasks(), {
+    const tasks = dashboard.state.queryTasks({
       ...(limit === undefined ? {} : { limit }),
       ...(offset === undefined ? {} : { offset }),
       ...definedOnly({
