@@ -26,6 +26,7 @@ const outcomes: CaseOutcome[] = [
   rate('redis.W1.bullmq.bulk', 100_000),
   { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, redisCpuUs: 12.5, rssIdleMiB: 71.6, rssPeakMiB: 118.2 }], failures: [] },
   rate('redis.W2.kq.c1', 10_000),
+  { case: byKey('redis.W2.kq.c100.traced'), runs: [{ kind: 'rate', perSecond: 48_000, workerCpuUs: 39.75, redisCpuUs: 12.5 }], failures: [] },
   rate('redis.W2.bee-queue.c100', 25_000),
   { ...rate('redis.W2.bee-queue.c1', 5_000, 7_000), failures: ['bee-queue, concurrency 1 [drain, redis] exited with code 1 before reporting a result.'] },
   rate('redis.W2.bullmq.c100', 20_000),
@@ -91,6 +92,12 @@ describe('renderMarkdown', () => {
     // ... and the worker's resident memory waiting for work and at its peak; rows that did not measure it say so.
     expect(markdown).toContain('| worker RSS MiB idle / peak |');
     expect(markdown).toMatch(/\| bee-queue \| 0\.400 \| .* \| 1\.14× \| 0\.44× \|/);
+  });
+
+  it('states what tracing costs: the traced drain against the same drain without an SDK', () => {
+    expect(markdown).toContain('costs 8.5 µs of worker CPU per task, and runs the drain at 0.80× the untraced rate.');
+    // the traced row is not the reference the other rows are compared with
+    expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× | — | — | — |');
   });
 
   it('keeps the runs that passed of a case where one failed, and says so', () => {

@@ -130,8 +130,8 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
     }
     return lines;
   }
-  const kq100 = kqReference(rows, (c) => c.concurrency === 100);
-  const kq1 = kqReference(rows, (c) => c.concurrency === 1);
+  const kq100 = kqReference(rows, (c) => c.concurrency === 100 && c.variant === null);
+  const kq1 = kqReference(rows, (c) => c.concurrency === 1 && c.variant === null);
   // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
   lines.push(
     '| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | Redis CPU µs/task | worker RSS MiB idle / peak |',
@@ -150,7 +150,19 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
         `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.redisCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |`,
     );
   }
+  lines.push(...tracingCost(rows));
   return lines;
+}
+
+/** What tracing costs: the traced drain next to the same drain without an SDK, in CPU per task and throughput. */
+function tracingCost(rows: readonly CaseOutcome[]): string[] {
+  const plain = rows.find((o) => o.case.system === 'kq' && o.case.concurrency === 100 && o.case.variant === null);
+  const traced = rows.find((o) => o.case.system === 'kq' && o.case.variant === 'traced');
+  const a = plain ? figures(plain) : null;
+  const b = traced ? figures(traced) : null;
+  if (!a || !b || a.kind !== 'rate' || b.kind !== 'rate') return [];
+  const cpu = a.workerCpuUs && b.workerCpuUs ? `${(b.workerCpuUs.median - a.workerCpuUs.median).toFixed(1)} µs of worker CPU per task, and ` : '';
+  return ['', `Tracing on (an OpenTelemetry SDK registered; a span per send and per run, batched to an exporter that drops them) costs ${cpu}runs the drain at ${(b.rate.median / a.rate.median).toFixed(2)}× the untraced rate.`];
 }
 
 /** Resident memory of the worker while it waits and at its peak during the drain (medians over the runs). */

@@ -64,7 +64,7 @@ function ratioCheck(goal: string, kq: Pick | null, other: Pick | null, atLeast: 
 }
 
 export function checkTargets(outcomes: readonly CaseOutcome[]): TargetCheck[] {
-  const kqDrain = rate(outcomes, 'redis', 'W2', both(isKq, (o) => o.case.concurrency === 100));
+  const kqDrain = rate(outcomes, 'redis', 'W2', both(isKq, (o) => o.case.concurrency === 100 && o.case.variant === null));
   const checks: TargetCheck[] = [
     ratioCheck('W2 drain, Redis: kq ≥ 2× the fastest peer', kqDrain, rate(outcomes, 'redis', 'W2', isPeer), 2),
     ratioCheck(`W2 drain, Redis: kq ≥ 3× ${SYSTEM_NAMES.bullmq}`, kqDrain, rate(outcomes, 'redis', 'W2', isSystem('bullmq')), 3),

@@ -48,8 +48,26 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   report({ kind: 'enqueue', elapsedMs, published: spec.n });
 }
 
+/**
+ * The `traced` flavour: an OpenTelemetry SDK registered as an application would (async context, W3C propagation,
+ * spans batched to an exporter that drops them), so every send and run makes real spans — the cost of tracing on.
+ */
+async function registerTracing(): Promise<void> {
+  const [{ context, propagation, trace }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { BasicTracerProvider, BatchSpanProcessor }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/sdk-trace-base'),
+  ]);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const drop = { export: (_spans: unknown[], done: (result: { code: number }) => void) => done({ code: 0 }), shutdown: async () => undefined };
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(drop)] }));
+}
+
 async function drain(spec: RunnerSpec): Promise<void> {
   await preloadTransport(spec);
+  if (spec.variant === 'traced') await registerTracing();
   await awaitGo();
   const app = createApp(spec, null);
   const worker = createWorker(app, spec);
