@@ -141,5 +141,16 @@ describe.each(fleets)('the dashboard in Chromium, on a mixed fleet on $label', (
     await row.waitFor({ timeout: 10_000 });
     expect(await row.locator('td').nth(2).textContent()).toBe(hostname);
     expect(Number(await row.locator('td').nth(3).textContent())).toBeGreaterThanOrEqual(1);
+
+    // Dead letters (Redis keeps them in _kq.dead): a task nobody has is rejected, listed with its reason, purged.
+    if (label !== 'Redis') return;
+    const unknown = await app.sendTask('ui.nobody_has_this');
+    await page.goto(`${dashboard.url}/#/dead-letters`);
+    const letter = page.locator('#dead-letters tbody tr', { hasText: unknown.id });
+    await expect.poll(async () => { await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange'))); return letter.count(); }, { timeout: 15_000 }).toBe(1);
+    expect(await letter.textContent()).toContain('ui.nobody_has_this');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('#purge-all');
+    await page.locator('.toast').filter({ hasText: /Purged \d+ rejected message/ }).waitFor({ timeout: 10_000 });
   }, 40_000);
 });

@@ -147,6 +147,21 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect(await get('/healthcheck')).toEqual({ status: 200, body: 'OK' });
   });
 
+  it('dead letters: a task no worker knows is kept with its reason, listed, sent back, and purged', async () => {
+    const unknown = await app.sendTask('dash.nobody_has_this');
+    const letter = await waitFor('the rejected message', async () => {
+      const { body } = await get(`/dashboard/dead-letters?queue=${queue}`);
+      return (body as Array<Record<string, unknown>>).find((entry) => entry['task_id'] === unknown.id);
+    });
+    expect(letter).toMatchObject({ queue, task: 'dash.nobody_has_this' });
+    expect(String(letter['reason'])).toMatch(/NotRegistered|not registered/i);
+    expect((await post(`/dashboard/dead-letters/requeue?ids=${String(letter['id'])}`)).body).toEqual({ message: 'Sent 1 message(s) back to their queue.' });
+    // back in its queue, the worker rejects it again: kept once more
+    await waitFor('the second rejection', async () => ((await get(`/dashboard/dead-letters?queue=${queue}`)).body as unknown[]).length === 1 || undefined);
+    expect((await post(`/dashboard/dead-letters/purge?queue=${queue}`)).body).toEqual({ message: 'Purged 1 rejected message(s).' });
+    expect((await get(`/dashboard/dead-letters?queue=${queue}`)).body).toEqual([]);
+  });
+
   it.skipIf(!python)('a Python Celery 5.2.6 worker in the fleet shows as a worker, and its tasks as tasks', async () => {
     py = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '-E', '--without-mingle', '--without-gossip', '-l', 'warning'], {
       cwd: interopDir,

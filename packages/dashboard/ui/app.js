@@ -197,6 +197,26 @@
     }
   }
 
+  async function deadLettersPage() {
+    let letters;
+    try {
+      letters = await fetchJson('/dashboard/dead-letters?limit=200');
+    } catch (error) {
+      view.innerHTML = `<h1>Dead letters</h1><p class="muted">${esc(error.message)}</p>`;
+      return;
+    }
+    view.innerHTML = `<h1>Dead letters</h1>
+      <p class="muted">Messages the workers rejected (undecodable, not allowed, unknown task, rejected by the task) that the broker keeps.</p>
+      <div class="actions"><button class="secondary" id="requeue-all" ${letters.length ? '' : 'disabled'}>Send all back</button>
+      <button class="danger" id="purge-all" ${letters.length ? '' : 'disabled'}>Purge all</button></div>
+      <table id="dead-letters"><thead><tr><th>Rejected</th><th>Queue</th><th>Task</th><th>Reason</th><th></th></tr></thead><tbody>
+      ${letters.map((l) => `<tr data-letter="${esc(l.id)}"><td>${time(l.at)}</td><td>${esc(l.queue)}</td><td>${esc(l.task ?? l.content_type)}<div class="mono muted">${esc(l.task_id ?? '')}</div></td><td>${esc(l.reason)}</td><td><button class="secondary" data-requeue="${esc(l.id)}">Send back</button></td></tr>`).join('') || '<tr><td colspan="5" class="muted">No rejected message is kept.</td></tr>'}
+      </tbody></table>`;
+    document.getElementById('requeue-all').onclick = () => post('/dashboard/dead-letters/requeue');
+    document.getElementById('purge-all').onclick = () => confirm('Delete every rejected message for good?') && post('/dashboard/dead-letters/purge');
+    for (const button of view.querySelectorAll('[data-requeue]')) button.onclick = () => post('/dashboard/dead-letters/requeue', { ids: button.dataset.requeue });
+  }
+
   async function redraw() {
     if (drawing) {
       pending = true;
@@ -212,6 +232,7 @@
       else if (page === 'tasks') await tasksPage();
       else if (page === 'task') await taskPage(arg);
       else if (page === 'queues') await queuesPage();
+      else if (page === 'dead-letters') await deadLettersPage();
       else await workersPage();
     } catch (error) {
       view.innerHTML = `<p class="offline">Could not load: ${esc(error.message)}</p>`;

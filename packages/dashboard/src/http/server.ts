@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import basicAuth from '@fastify/basic-auth';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Dashboard } from '../dashboard';
+import { registerDeadLetterRoutes } from './dead-letter-routes';
 import { registerFlowerControlRoutes } from './flower-control-routes';
 import { registerFlowerTaskRoutes } from './flower-task-routes';
 import { registerFlowerWorkerRoutes } from './flower-worker-routes';
@@ -39,6 +40,7 @@ export async function buildServer(dashboard: Dashboard, options: { basicAuth: re
   registerFlowerWorkerRoutes(server, dashboard);
   registerFlowerTaskRoutes(server, dashboard);
   registerFlowerControlRoutes(server, dashboard);
+  registerDeadLetterRoutes(server, dashboard);
   registerUiRoutes(server, dashboard);
   return server;
 }
