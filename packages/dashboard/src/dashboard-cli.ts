@@ -11,6 +11,8 @@ interface DashboardFlags {
   address: string;
   basicAuth?: string[];
   maxTasks?: number;
+  urlPrefix?: string;
+  stateFile?: string;
 }
 
 function port(value: string): number {
@@ -40,6 +42,8 @@ export async function runDashboardCli(argv: readonly string[], loadAppModule?: (
     .option('--address <address>', 'address to listen on', '127.0.0.1')
     .option('--basic-auth <pairs>', 'user:password[,user:password…] allowed in', (value: string) => value.split(',').filter(Boolean))
     .option('--max-tasks <n>', 'tasks kept in memory', positive)
+    .option('--url-prefix <path>', 'serve everything under this path (behind a proxy), e.g. /flower')
+    .option('--state-file <path>', 'keep what it saw across restarts in this file (Flower\'s --persistent)')
     .exitOverride()
     .showSuggestionAfterError();
   let flags: DashboardFlags;
@@ -62,7 +66,7 @@ export async function runDashboardCli(argv: readonly string[], loadAppModule?: (
     if (flags.basicAuth?.some((pair) => !pair.includes(':'))) throw new KqError('--basic-auth takes user:password pairs, comma-separated.');
     // One-shot at start: a wrong URL is one line, not a silent retry loop.
     app.conf.brokerConnectionMaxRetries = 0;
-    const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(flags.basicAuth ? { basicAuth: flags.basicAuth } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}) });
+    const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(flags.basicAuth ? { basicAuth: flags.basicAuth } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}), ...(flags.urlPrefix ? { urlPrefix: flags.urlPrefix } : {}), ...(flags.stateFile ? { stateFile: flags.stateFile } : {}) });
     const url = await dashboard.start();
     console.log(`kq dashboard on ${url}`);
     await new Promise<void>((resolve) => {

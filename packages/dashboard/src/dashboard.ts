@@ -2,6 +2,7 @@ import { KqError, sanitizeUrl } from '@kq/core';
 import { EventReceiver, Logger, type App } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
 import { FleetState } from './fleet-state';
+import { loadFleetState, saveFleetState } from './state-file';
 import { buildServer } from './http/server';
 import { WorkerInspector } from './worker-inspector';
 
@@ -12,6 +13,8 @@ export interface DashboardOptions {
   port?: number;
   /** Address to listen on (default 127.0.0.1: say 0.0.0.0 to serve beyond this host, with basic auth). */
   address?: string;
+  /** Serve everything under this path (`/flower`), behind a proxy that forwards it as is (Flower's `--url_prefix`). */
+  urlPrefix?: string;
   /** `user:password` pairs allowed in (HTTP basic auth), as Flower's `--basic-auth`. None: no authentication. */
   basicAuth?: readonly string[];
   /** Tasks kept in memory (Flower's `max_tasks`, 100 000). */
@@ -22,6 +25,8 @@ export interface DashboardOptions {
   inspectIntervalMs?: number;
   /** How often queue lengths are sampled, ms (default 5000). */
   queueIntervalMs?: number;
+  /** Keep what the dashboard saw across restarts in this file (Flower's `--persistent --db`): read at start, written every minute and on close. */
+  stateFile?: string;
   logger?: Logger;
 }
 
@@ -54,12 +59,17 @@ export class Dashboard {
   get url(): string {
     const address = this.#server?.server.address();
     if (!address || typeof address === 'string') throw new KqError('The dashboard is not started: call start() first.');
-    return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+    return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}${normalisePrefix(this.#options.urlPrefix)}`;
   }
 
   /** Connects, starts following events and serving; resolves to the URL. */
   async start(): Promise<string> {
     const { app } = this;
+    const { stateFile } = this.#options;
+    if (stateFile) {
+      const events = await loadFleetState(this.state, stateFile);
+      if (events > 0) this.log.info(`dashboard: ${events} events read back from ${stateFile}`);
+    }
     await app.connection.connect();
     this.#receiver = new EventReceiver(app.connection, {
       clock: app.clock,
@@ -71,12 +81,16 @@ export class Dashboard {
     });
     this.#receiver.on('error', (error) => this.log.warning(`events: ${error.message}`));
     await this.#receiver.start();
-    this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [] });
+    this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [], urlPrefix: normalisePrefix(this.#options.urlPrefix) });
     await this.#server.listen({ port: this.#options.port ?? 5555, host: this.#options.address ?? '127.0.0.1' });
     const refresh = (): void => void this.inspector.inspect().catch((error: unknown) => this.log.warning(`inspect: ${String(error)}`));
     const sample = (): void => void this.sampleQueues().catch((error: unknown) => this.log.warning(`queue lengths: ${String(error)}`));
     refresh();
     this.#timers.push(setInterval(refresh, this.#options.inspectIntervalMs ?? 30_000), setInterval(sample, this.#options.queueIntervalMs ?? 5000));
+    if (stateFile) {
+      const save = (): void => void saveFleetState(this.state, stateFile).catch((error: unknown) => this.log.warning(`saving ${stateFile}: ${String(error)}`));
+      this.#timers.push(setInterval(save, 60_000));
+    }
     for (const timer of this.#timers) timer.unref();
     this.log.info(`dashboard for ${sanitizeUrl(app.conf.broker)} on ${this.url}`);
     return this.url;
@@ -102,9 +116,16 @@ export class Dashboard {
 
   async close(): Promise<void> {
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
+    if (this.#options.stateFile && this.#server) await saveFleetState(this.state, this.#options.stateFile);
     await this.#server?.close();
     this.#server = undefined;
     await this.#receiver?.close();
     this.#receiver = undefined;
   }
+}
+
+/** `flower`, `/flower/` → `/flower`; none → ''. */
+function normalisePrefix(prefix: string | undefined): string {
+  const trimmed = (prefix ?? '').replace(/^\/+|\/+$/g, '');
+  return trimmed ? `/${trimmed}` : '';
 }

@@ -7,3 +7,4 @@ export { flowerTask, queryTasks, queryableClusterTask, queryableFlowerTask, type
 export { QueueLengthSeries, ThroughputSeries, percentile, type ThroughputPoint } from './time-series';
 export { INSPECT_METHODS, WorkerInspector } from './worker-inspector';
 export { runDashboardCli } from './dashboard-cli';
+export { loadFleetState, saveFleetState } from './state-file';

@@ -117,3 +117,28 @@ describe('a burst of 100 000 tasks', () => {
     expect(state.cluster.tasksByTime(3).map((t) => t.uuid)).toEqual(['t-99999', 't-99998', 't-99997']);
   }, 60_000);
 });
+
+describe('the state file (Flower\'s --persistent)', () => {
+  it('saves the tasks and workers seen and reads them back into a new state, as they were', async () => {
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { FleetState } = await import('../src/fleet-state');
+    const { loadFleetState, saveFleetState } = await import('../src/state-file');
+    const before = new FleetState();
+    const now = Date.now() / 1000;
+    const base = { hostname: 'w1@host', utcoffset: 0, pid: 7 };
+    before.event({ ...base, type: 'worker-online', timestamp: now, local_received: now, clock: 1, freq: 2, sw_ident: 'kq' } as never);
+    before.event({ ...base, type: 'task-received', uuid: 'p', name: 'proj.parent', args: '()', kwargs: '{}', timestamp: now, local_received: now, clock: 2 } as never);
+    before.event({ ...base, type: 'task-received', uuid: 'c', name: 'proj.child', args: '(1,)', kwargs: '{}', parent_id: 'p', root_id: 'p', timestamp: now, local_received: now, clock: 3 } as never);
+    before.event({ ...base, type: 'task-failed', uuid: 'c', exception: "ValueError('x')", traceback: 'Traceback…', timestamp: now + 1, local_received: now + 1, clock: 4 } as never);
+    const file = join(mkdtempSync(join(tmpdir(), 'kq-dash-state-')), 'sub', 'state.json');
+    await saveFleetState(before, file);
+    const after = new FleetState();
+    expect(await loadFleetState(after, file)).toBeGreaterThan(3);
+    expect(after.task('c')).toEqual(before.task('c'));
+    expect(after.task('p')?.children).toEqual(['c']);
+    expect(after.cluster.workers.get('w1@host')?.isAlive(now + 1)).toBe(true);
+    expect(await loadFleetState(new FleetState(), join(file, 'missing'))).toBe(0);
+  });
+});

@@ -179,6 +179,25 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect(task).toMatchObject({ name: 'interop.py_add', worker: `py@${ns}`, result: '42' });
   }, 60_000);
 
+  it('a URL prefix serves everything under it: the page (its links relative), its files, the API', async () => {
+    const prefixed = new Dashboard({ app: new App('dash-prefix', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, urlPrefix: 'flower/' });
+    const base = await prefixed.start();
+    try {
+      expect(base).toMatch(/\/flower$/);
+      const bare = await fetch(base, { redirect: 'manual' });
+      expect([bare.status, bare.headers.get('location')]).toEqual([302, '/flower/']);
+      const html = await (await fetch(`${base}/`)).text();
+      expect(html).toContain('src="static/app.js"');
+      expect((await fetch(`${base}/static/app.js`)).status).toBe(200);
+      expect((await fetch(`${base}/api/workers`)).status).toBe(200);
+      expect(await (await fetch(`${base}/healthcheck`)).text()).toBe('OK');
+      expect((await fetch(base.replace(/\/flower$/, '/api/workers'))).status).toBe(404);
+    } finally {
+      await prefixed.close();
+      await prefixed.app.close();
+    }
+  });
+
   it('basic auth: without the pair 401 (health check still open), with it 200', async () => {
     const guarded = new Dashboard({ app: new App('dash-auth', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, basicAuth: ['admin:s3cret'] });
     const guardedUrl = await guarded.start();

@@ -1,4 +1,4 @@
-// The kq dashboard's page: routes by URL hash, draws from the dashboard's JSON (its overview and Flower's API), and
+// The kq dashboard's page: every URL it fetches is relative, so it works under a URL prefix. Routes by URL hash, draws from the dashboard's JSON (its overview and Flower's API), and
 // redraws when the server-sent `/api/live` feed says something changed. Plain browser JavaScript: nothing to build.
 (() => {
   'use strict';
@@ -54,7 +54,7 @@
   }
 
   async function workersPage() {
-    const data = await fetchJson('/dashboard/overview');
+    const data = await fetchJson('dashboard/overview');
     const rows = data.workers
       .map((w) => `<tr data-worker="${esc(w.hostname)}">
         <td><a href="#/worker/${encodeURIComponent(w.hostname)}">${esc(w.hostname)}</a></td>
@@ -78,7 +78,7 @@
   }
 
   async function workerPage(name) {
-    const data = await fetchJson(`/api/workers?workername=${encodeURIComponent(name)}`).catch(() => ({ [name]: {} }));
+    const data = await fetchJson(`api/workers?workername=${encodeURIComponent(name)}`).catch(() => ({ [name]: {} }));
     const info = data[name] || {};
     const list = (items, render) => (Array.isArray(items) && items.length ? `<table><tbody>${items.map(render).join('')}</tbody></table>` : '<p class="muted">none</p>');
     const taskRow = (t) => `<tr><td><a href="#/task/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.name)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td></tr>`;
@@ -103,27 +103,27 @@
       <h2>Revoked</h2>${list(info.revoked, (t) => `<tr><td class="mono">${esc(t)}</td></tr>`)}
       <h2>Stats</h2><pre>${esc(JSON.stringify(info.stats ?? {}, null, 2))}</pre>
       <h2>Configuration</h2><pre>${esc(JSON.stringify(info.conf ?? {}, null, 2))}</pre>`;
-    view.querySelector('[data-act="shutdown"]').onclick = () => confirm(`Shut down ${name}?`) && post(`/api/worker/shutdown/${enc}`);
-    view.querySelector('[data-act="restart"]').onclick = () => post(`/api/worker/pool/restart/${enc}`);
+    view.querySelector('[data-act="shutdown"]').onclick = () => confirm(`Shut down ${name}?`) && post(`api/worker/shutdown/${enc}`);
+    view.querySelector('[data-act="restart"]').onclick = () => post(`api/worker/pool/restart/${enc}`);
     for (const form of view.querySelectorAll('form[data-act]')) {
       form.onsubmit = (event) => {
         event.preventDefault();
         const fields = Object.fromEntries(new FormData(form));
         const act = form.dataset.act;
-        if (act === 'grow' || act === 'shrink' || act === 'autoscale') return post(`/api/worker/pool/${act}/${enc}`, fields);
-        if (act === 'add-consumer' || act === 'cancel-consumer') return post(`/api/worker/queue/${act}/${enc}`, fields);
+        if (act === 'grow' || act === 'shrink' || act === 'autoscale') return post(`api/worker/pool/${act}/${enc}`, fields);
+        if (act === 'add-consumer' || act === 'cancel-consumer') return post(`api/worker/queue/${act}/${enc}`, fields);
         const task = encodeURIComponent(fields.task || '');
         delete fields.task;
-        return post(`/api/task/${act}/${task}`, { ...fields, workername: name });
+        return post(`api/task/${act}/${task}`, { ...fields, workername: name });
       };
     }
   }
 
   async function tasksPage() {
-    const [overview] = await Promise.all([fetchJson('/dashboard/overview')]);
+    const [overview] = await Promise.all([fetchJson('dashboard/overview')]);
     const query = new URLSearchParams({ limit: String(PAGE), offset: String(taskFilters.offset), sort_by: '-received' });
     for (const key of ['state', 'taskname', 'workername', 'search']) if (taskFilters[key] && taskFilters[key] !== 'All') query.set(key, taskFilters[key]);
-    const tasks = Object.values(await fetchJson(`/api/tasks?${query}`));
+    const tasks = Object.values(await fetchJson(`api/tasks?${query}`));
     const workers = ['All', ...overview.workers.map((w) => w.hostname)];
     const options = (values, selected) => values.map((v) => `<option${v === selected ? ' selected' : ''}>${esc(v)}</option>`).join('');
     const rows = tasks
@@ -160,7 +160,7 @@
   async function taskPage(id) {
     let task;
     try {
-      task = await fetchJson(`/api/task/info/${encodeURIComponent(id)}`);
+      task = await fetchJson(`api/task/info/${encodeURIComponent(id)}`);
     } catch {
       view.innerHTML = `<h1>Task ${esc(id)}</h1><p class="muted">No event about this task has been seen.</p>`;
       return;
@@ -179,13 +179,13 @@
       <dt>children</dt><dd>${task.children.length ? task.children.map(link).join('<br>') : '—'}</dd></dl>
       ${task.traceback ? `<h2>Traceback</h2><pre>${esc(task.traceback)}</pre>` : ''}
       <h2>Timeline</h2><table><tbody>${timeline.map(([k, t]) => `<tr><td>${time(t)}</td><td>${k}</td></tr>`).join('')}</tbody></table>`;
-    document.getElementById('revoke').onclick = () => post(`/api/task/revoke/${encodeURIComponent(id)}`);
-    document.getElementById('terminate').onclick = () => confirm('Terminate the running task?') && post(`/api/task/revoke/${encodeURIComponent(id)}`, { terminate: 'true' });
+    document.getElementById('revoke').onclick = () => post(`api/task/revoke/${encodeURIComponent(id)}`);
+    document.getElementById('terminate').onclick = () => confirm('Terminate the running task?') && post(`api/task/revoke/${encodeURIComponent(id)}`, { terminate: 'true' });
   }
 
   async function queuesPage() {
-    await fetchJson('/api/queues/length'); // a fresh sample of every queue's length
-    const data = await fetchJson('/dashboard/overview');
+    await fetchJson('api/queues/length'); // a fresh sample of every queue's length
+    const data = await fetchJson('dashboard/overview');
     view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
       <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
       ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="4" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
@@ -200,7 +200,7 @@
   async function deadLettersPage() {
     let letters;
     try {
-      letters = await fetchJson('/dashboard/dead-letters?limit=200');
+      letters = await fetchJson('dashboard/dead-letters?limit=200');
     } catch (error) {
       view.innerHTML = `<h1>Dead letters</h1><p class="muted">${esc(error.message)}</p>`;
       return;
@@ -212,9 +212,9 @@
       <table id="dead-letters"><thead><tr><th>Rejected</th><th>Queue</th><th>Task</th><th>Reason</th><th></th></tr></thead><tbody>
       ${letters.map((l) => `<tr data-letter="${esc(l.id)}"><td>${time(l.at)}</td><td>${esc(l.queue)}</td><td>${esc(l.task ?? l.content_type)}<div class="mono muted">${esc(l.task_id ?? '')}</div></td><td>${esc(l.reason)}</td><td><button class="secondary" data-requeue="${esc(l.id)}">Send back</button></td></tr>`).join('') || '<tr><td colspan="5" class="muted">No rejected message is kept.</td></tr>'}
       </tbody></table>`;
-    document.getElementById('requeue-all').onclick = () => post('/dashboard/dead-letters/requeue');
-    document.getElementById('purge-all').onclick = () => confirm('Delete every rejected message for good?') && post('/dashboard/dead-letters/purge');
-    for (const button of view.querySelectorAll('[data-requeue]')) button.onclick = () => post('/dashboard/dead-letters/requeue', { ids: button.dataset.requeue });
+    document.getElementById('requeue-all').onclick = () => post('dashboard/dead-letters/requeue');
+    document.getElementById('purge-all').onclick = () => confirm('Delete every rejected message for good?') && post('dashboard/dead-letters/purge');
+    for (const button of view.querySelectorAll('[data-requeue]')) button.onclick = () => post('dashboard/dead-letters/requeue', { ids: button.dataset.requeue });
   }
 
   async function redraw() {
@@ -247,7 +247,7 @@
 
   window.addEventListener('hashchange', redraw);
   const live = document.getElementById('live');
-  const feed = new EventSource('/api/live');
+  const feed = new EventSource('api/live');
   feed.addEventListener('change', () => {
     // A form being typed in is left alone (a redraw would reset it): the page catches up at the next change.
     const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName);

@@ -9,11 +9,13 @@ import { registerFlowerWorkerRoutes } from './flower-worker-routes';
 import { registerUiRoutes } from './ui-routes';
 
 /**
- * The dashboard's HTTP server (fastify): the UI, its live feed, Flower's REST API, `/metrics` and `/healthcheck`.
+ * The dashboard's HTTP server (fastify): the UI, its live feed, Flower's REST API, `/metrics` and `/healthcheck`,
+ * all under `urlPrefix` when one is given (serving behind a proxy at a path, as Flower's `--url_prefix`).
  * With `basicAuth`, everything but `/healthcheck` needs one of the `user:password` pairs, as Flower's `--basic-auth`.
  */
-export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[] }): Promise<FastifyInstance> {
-  const server = Fastify({ logger: false });
+export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[]; urlPrefix: string }): Promise<FastifyInstance> {
+  const prefix = options.urlPrefix;
+  const server = Fastify({ logger: false, ignoreTrailingSlash: true });
   // Flower's clients send form fields (tornado reads query and body alike): parse them as fields too.
   server.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
@@ -28,19 +30,24 @@ export async function buildServer(dashboard: Dashboard, options: { basicAuth: re
       },
     });
     server.addHook('onRequest', (request, reply, done) => {
-      if (request.url === '/healthcheck') return done();
+      if (request.url === `${prefix}/healthcheck`) return done();
       server.basicAuth(request, reply, done);
     });
   }
-  server.get('/healthcheck', async (_request, reply) => reply.type('text/plain').send('OK'));
-  server.get('/metrics', async (_request, reply) => {
-    dashboard.state.metrics.refreshOnline(dashboard.state.cluster);
-    return reply.type(dashboard.state.metrics.registry.contentType).send(await dashboard.state.metrics.text());
-  });
-  registerFlowerWorkerRoutes(server, dashboard);
-  registerFlowerTaskRoutes(server, dashboard);
-  registerFlowerControlRoutes(server, dashboard);
-  registerDeadLetterRoutes(server, dashboard);
-  registerUiRoutes(server, dashboard);
+  await server.register(
+    async (scoped) => {
+      scoped.get('/healthcheck', async (_request, reply) => reply.type('text/plain').send('OK'));
+      scoped.get('/metrics', async (_request, reply) => {
+        dashboard.state.metrics.refreshOnline(dashboard.state.cluster);
+        return reply.type(dashboard.state.metrics.registry.contentType).send(await dashboard.state.metrics.text());
+      });
+      registerFlowerWorkerRoutes(scoped, dashboard);
+      registerFlowerTaskRoutes(scoped, dashboard);
+      registerFlowerControlRoutes(scoped, dashboard);
+      registerDeadLetterRoutes(scoped, dashboard);
+      registerUiRoutes(scoped, dashboard, prefix);
+    },
+    { prefix },
+  );
   return server;
 }

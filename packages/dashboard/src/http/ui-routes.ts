@@ -19,8 +19,12 @@ const STATIC: Readonly<Record<string, readonly [file: () => string, type: string
  * overview it draws from, and `/api/live`, a server-sent-events feed that says when something changed so the page
  * refreshes what it shows without a reload.
  */
-export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard): void {
-  server.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(await readFile(join(uiDir(), 'index.html'), 'utf8')));
+export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard, prefix: string): void {
+  server.get('/', async (request, reply) => {
+    // The page fetches relative URLs: under a prefix it must be served with its trailing slash.
+    if (prefix && request.url.split('?')[0] === prefix) return reply.redirect(`${prefix}/`);
+    return reply.type('text/html; charset=utf-8').send(await readFile(join(uiDir(), 'index.html'), 'utf8'));
+  });
   server.get<{ Params: { file: string } }>('/static/:file', async (request, reply) => {
     const entry = STATIC[request.params.file];
     if (!entry) return reply.code(404).send({ error: 'not found' });
