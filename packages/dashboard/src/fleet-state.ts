@@ -3,6 +3,17 @@ import { FlowerMetrics } from './flower-metrics';
 import { flowerTask, queryTasks, queryableClusterTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';
 import { QueueLengthSeries, ThroughputSeries } from './time-series';
 
+/** A beat's schedule as its leader announced it (`beat-schedule` events). */
+export interface BeatSchedule {
+  group: string;
+  /** The leader's node name. */
+  hostname: string;
+  epoch: number;
+  /** When it was announced, epoch seconds. */
+  at: number;
+  entries: Array<{ name: string; task: string; schedule: string; enabled: boolean; last_run: number | null; next_run: number | null }>;
+}
+
 /** What the workers answered to Flower's inspect calls, by worker: `stats`, `active_queues`, ... and `timestamp`. */
 export type InspectedWorker = Record<string, unknown>;
 
@@ -23,6 +34,8 @@ export class FleetState {
   readonly queueLengths = new QueueLengthSeries(360);
   /** Flower's `application.workers`. */
   readonly inspected = new Map<string, InspectedWorker>();
+  /** Beat schedules by group, from their leaders' announcements. */
+  readonly beats = new Map<string, BeatSchedule>();
   /** Events by worker and type (Flower's `state.counter`): processed/failed/retried counts per worker. */
   readonly counter = new Map<string, Map<string, number>>();
   readonly #children = new Map<string, Set<string>>();
@@ -34,6 +47,10 @@ export class FleetState {
   }
 
   event(event: ReceivedEvent): void {
+    if (event.type === 'beat-schedule') {
+      this.#beat(event);
+      return;
+    }
     this.cluster.event(event);
     this.version++;
     const byType = this.counter.get(event.hostname) ?? new Map<string, number>();
@@ -53,6 +70,18 @@ export class FleetState {
       this.throughput.record(event.type === 'task-succeeded' ? 'succeeded' : 'failed', event.timestamp, runtime);
     }
     this.metrics.event(event, task);
+  }
+
+  #beat(event: ReceivedEvent): void {
+    const group = event['group'];
+    const entries = event['entries'];
+    if (typeof group !== 'string' || !Array.isArray(entries)) return;
+    const epoch = typeof event['epoch'] === 'number' ? event['epoch'] : 0;
+    // A deposed leader's late announcement must not replace its successor's.
+    const known = this.beats.get(group);
+    if (known && known.epoch > epoch) return;
+    this.beats.set(group, { group, hostname: event.hostname, epoch, at: event.timestamp, entries: entries as BeatSchedule['entries'] });
+    this.version++;
   }
 
   /** One task in Flower's shape, or undefined when no event named it. */

@@ -1,6 +1,6 @@
 // @kq/dashboard — see the fleet and steer it: a live web UI, Flower's REST API and Prometheus metrics.
 export { Dashboard, type DashboardOptions } from './dashboard';
-export { FleetState, type FleetStateOptions, type InspectedWorker } from './fleet-state';
+export { FleetState, type BeatSchedule, type FleetStateOptions, type InspectedWorker } from './fleet-state';
 export { FlowerMetrics } from './flower-metrics';
 export { overview, type Overview, type WorkerRow } from './overview';
 export { flowerTask, queryTasks, queryableClusterTask, queryableFlowerTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';

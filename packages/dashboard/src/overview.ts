@@ -1,4 +1,5 @@
 import type { Dashboard } from './dashboard';
+import type { BeatSchedule } from './fleet-state';
 import type { ThroughputPoint } from './time-series';
 
 /** One row of the workers page. */
@@ -29,6 +30,8 @@ export interface Overview {
     rows: Array<{ name: string; messages: number | null; consumers: string[]; scheduled: number }>;
   };
   tasks: { total: number; byState: Record<string, number>; types: string[] };
+  /** Periodic tasks, by beat group, as the leaders announced them. */
+  beats: BeatSchedule[];
   events: number;
 }
 
@@ -87,6 +90,7 @@ export function overview(dashboard: Dashboard, now: number = Date.now() / 1000):
     throughput: state.throughput.points(now, 300),
     queues: { names: queueNames, samples, rows },
     tasks: { total: state.cluster.tasks.size, byState, types: state.taskTypes() },
+    beats: [...state.beats.values()].sort((a, b) => (a.group < b.group ? -1 : 1)),
     events: state.cluster.eventCount,
   };
 }

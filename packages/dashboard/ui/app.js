@@ -190,6 +190,10 @@
       <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
       ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="4" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
       </tbody></table>`;
+    const beats = data.beats
+      .flatMap((b) => b.entries.map((e) => `<tr data-entry="${esc(`${b.group}/${e.name}`)}"><td>${esc(b.group)}</td><td>${esc(e.name)}</td><td>${esc(e.task)}</td><td>${esc(e.schedule)}${e.enabled ? '' : ' <span class="muted">(disabled)</span>'}</td><td>${time(e.last_run)}</td><td>${time(e.next_run)}</td><td class="muted">${esc(b.hostname)} (epoch ${b.epoch})</td></tr>`))
+      .join('');
+    view.insertAdjacentHTML('beforeend', `<h2>Periodic tasks (beat)</h2><table id="beats"><thead><tr><th>Group</th><th>Entry</th><th>Task</th><th>Schedule</th><th>Last run</th><th>Next run</th><th>Leader</th></tr></thead><tbody>${beats || '<tr><td colspan="7" class="muted">No beat has announced a schedule (kq beat and kq worker -B do).</td></tr>'}</tbody></table>`);
     const samples = data.queues.samples;
     if (samples.length > 1 && data.queues.names.length) {
       const palette = ['#3b5bdb', '#2b8a3e', '#e67700', '#c92a2a', '#862e9c', '#0b7285'];

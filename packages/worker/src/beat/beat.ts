@@ -10,6 +10,7 @@ import { MemoryBeatLease } from './memory-beat-lease';
 import { planTicks } from './misfire';
 import { ScheduleEntry, type BeatEntryDefinition, type MisfirePolicy } from './schedule-entry';
 import { prepareTaskMessage } from '../prepare-task-message';
+import { clientEventDispatcher } from '../events/task-sent';
 
 export interface BeatOptions {
   /** The entries to send. */
@@ -49,6 +50,8 @@ export type BeatEvents = {
 /** Longest the leader sleeps between looks at the schedule (clock changes, a lost lease, stop()). */
 const MAX_SLEEP_MS = 1000;
 /** Wait before retrying an entry whose commit failed (broker unreachable). */
+/** How often the leader tells monitors about an unchanged schedule (`beat-schedule` events). */
+const ANNOUNCE_MS = 5000;
 const RETRY_MS = 1000;
 
 /**
@@ -187,6 +190,8 @@ export class Beat extends TypedEmitter<BeatEvents> {
   async #lead(leadership: BeatLeadership): Promise<void> {
     const last = new Map(leadership.lastTicks);
     const { signal } = leadership;
+    let announcedTicks = '';
+    let announcedAt = 0;
     while (!signal.aborted && this.#running) {
       let wake = Date.now() + MAX_SLEEP_MS;
       for (const entry of this.entries) {
@@ -202,8 +207,35 @@ export class Beat extends TypedEmitter<BeatEvents> {
           wake = Math.min(wake, Date.now() + RETRY_MS);
         }
       }
+      const ticks = [...last].join();
+      if (ticks !== announcedTicks || Date.now() - announcedAt >= ANNOUNCE_MS) {
+        this.#announce(leadership, last);
+        announcedTicks = ticks;
+        announcedAt = Date.now();
+      }
       await sleepUntil(wake, signal);
     }
+  }
+
+  /**
+   * Tells monitors what the schedule is: a `beat-schedule` event on the event exchange (a kq event; Celery's
+   * monitors ignore the group) with every entry's schedule, last and next run, from the leader, at least every
+   * `ANNOUNCE_MS`. The dashboard shows it; nothing else depends on it.
+   */
+  #announce(leadership: BeatLeadership, last: ReadonlyMap<string, number>): void {
+    const now = Date.now();
+    const entries = this.entries.map((entry) => {
+      const lastRun = last.get(entry.name);
+      return {
+        name: entry.name,
+        task: entry.task,
+        schedule: entry.describe(),
+        enabled: entry.enabled,
+        last_run: lastRun === undefined ? null : lastRun / 1000,
+        next_run: entry.enabled ? entry.nextTick(Math.max(lastRun ?? now, now)) / 1000 : null,
+      };
+    });
+    clientEventDispatcher(this.app).send('beat-schedule', { group: this.group, epoch: leadership.epoch, entries });
   }
 
   /** Sends what is due for one entry; resolves to when it is next due. */
