@@ -32,6 +32,13 @@ function isMarkerShaped(value: unknown): boolean {
 }
 
 /** JSON has no -0. */
+/** True when a JSON value holds an object with an own `__proto__` key anywhere. */
+function hasProtoKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasProtoKey);
+  if (value && typeof value === 'object') return Object.hasOwn(value, '__proto__') || Object.values(value).some(hasProtoKey);
+  return false;
+}
+
 function withoutNegativeZero(value: unknown): unknown {
   if (Object.is(value, -0)) return 0;
   if (Array.isArray(value)) return value.map(withoutNegativeZero);
@@ -196,12 +203,19 @@ describe('msgpack codec', () => {
       }),
     );
     fc.assert(
-      fc.property(fc.jsonValue(), (value) => {
+      fc.property(fc.jsonValue().filter((value) => !hasProtoKey(value)), (value) => {
         // -0 is written as the integer 0, as for any integral number.
         expect(codec.decode(codec.encode(value))).toEqual(withoutNegativeZero(value));
       }),
     );
     expect(() => codec.decode(Buffer.from([0xc1]))).toThrow(DecodeError);
+  });
+
+  it("refuses a map with a '__proto__' key as undecodable (a worker rejects the message) rather than touching a prototype", async () => {
+    const codec = await loadMsgpackCodec();
+    // msgpack.packb({"__proto__": 0}): found by the property above; @msgpack/msgpack will not build such an object
+    const body = Buffer.from([0x81, 0xa9, ...Buffer.from('__proto__'), 0x00]);
+    expect(() => codec.decode(body)).toThrow(DecodeError);
   });
 
   it('is registered on demand', async () => {

@@ -15,7 +15,7 @@ import { registerUiRoutes } from './ui-routes';
  */
 export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[]; urlPrefix: string }): Promise<FastifyInstance> {
   const prefix = options.urlPrefix;
-  const server = Fastify({ logger: false, ignoreTrailingSlash: true });
+  const server = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
   // Flower's clients send form fields (tornado reads query and body alike): parse them as fields too.
   server.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
