@@ -103,6 +103,11 @@ export interface Channel extends TypedEmitter<ChannelEvents> {
   declareQueue(queue: Queue): Promise<QueueStats>;
   /** Reports a queue's depth without declaring it; `QueueNotFound` if it does not exist. */
   checkQueue(name: string): Promise<QueueStats>;
+  /**
+   * Ready messages per priority step (the virtual transports keep one list per step, Kombu's `priority_steps`), by
+   * step, lowest first. Optional: brokers with native priorities (AMQP) have no steps to report.
+   */
+  checkQueueSteps?(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>>;
   bindQueue(queue: string, exchange: string, routingKey: string, args?: Record<string, unknown>): Promise<void>;
   unbindQueue(queue: string, exchange: string, routingKey: string, args?: Record<string, unknown>): Promise<void>;
   /** Deletes the queue and its messages; resolves to how many messages it held. */

@@ -96,20 +96,27 @@ export class Dashboard {
     return this.url;
   }
 
-  /** Reads the length of every queue the workers consume and records it (`/api/queues/length`, the queue chart). */
+  /**
+   * Reads the length of every queue the workers consume — and of every queue sampled before, so a backlog whose
+   * consumers went away stays in view — with its split by priority step where the broker has steps. Records it for
+   * `/api/queues/length`, the queues page and its chart.
+   */
   async sampleQueues(): Promise<Array<{ name: string; messages: number }>> {
-    const names = this.state.activeQueueNames();
+    const names = [...new Set([...this.state.activeQueueNames(), ...Object.keys(this.state.queueLengths.latest())])];
     const lengths: Record<string, number> = {};
+    const steps: Record<string, ReadonlyArray<{ step: number; messageCount: number }>> = {};
     await this.app.connection.ensure(async (channel) => {
       for (const name of names) {
         try {
           lengths[name] = (await channel.checkQueue(name)).messageCount;
+          if (channel.checkQueueSteps) steps[name] = await channel.checkQueueSteps(name);
         } catch {
           // a queue that went away meanwhile (AMQP closes the channel: ensure() gives the next one a new channel)
         }
       }
     });
     this.state.queueLengths.record(Date.now() / 1000, lengths);
+    this.state.queueSteps = steps;
     this.state.metrics.queues(lengths);
     return Object.entries(lengths).map(([name, messages]) => ({ name, messages }));
   }

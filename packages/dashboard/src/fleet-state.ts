@@ -34,6 +34,8 @@ export class FleetState {
   readonly queueLengths = new QueueLengthSeries(360);
   /** Flower's `application.workers`. */
   readonly inspected = new Map<string, InspectedWorker>();
+  /** Ready messages per priority step, by queue, from the last sample (virtual transports; none on AMQP). */
+  queueSteps: Readonly<Record<string, ReadonlyArray<{ step: number; messageCount: number }>>> = {};
   /** Beat schedules by group, from their leaders' announcements. */
   readonly beats = new Map<string, BeatSchedule>();
   /** Events by worker and type (Flower's `state.counter`): processed/failed/retried counts per worker. */

@@ -27,7 +27,7 @@ export interface Overview {
     names: string[];
     samples: Array<{ t: number; lengths: Readonly<Record<string, number>> }>;
     /** Per queue: messages waiting (last sample), the workers consuming it, and the ETA tasks they hold from it. */
-    rows: Array<{ name: string; messages: number | null; consumers: string[]; scheduled: number }>;
+    rows: Array<{ name: string; messages: number | null; steps: ReadonlyArray<{ step: number; messageCount: number }> | null; consumers: string[]; scheduled: number }>;
   };
   tasks: { total: number; byState: Record<string, number>; types: string[] };
   /** Periodic tasks, by beat group, as the leaders announced them. */
@@ -73,7 +73,7 @@ export function overview(dashboard: Dashboard, now: number = Date.now() / 1000):
   const samples = state.queueLengths.samples();
   const queueNames = [...new Set([...state.activeQueueNames(), ...samples.flatMap((sample) => Object.keys(sample.lengths))])].sort();
   const latest = state.queueLengths.latest();
-  const rows = queueNames.map((name) => ({ name, messages: latest[name] ?? null, consumers: [] as string[], scheduled: 0 }));
+  const rows = queueNames.map((name) => ({ name, messages: latest[name] ?? null, steps: state.queueSteps[name] ?? null, consumers: [] as string[], scheduled: 0 }));
   const byName = new Map(rows.map((row) => [row.name, row]));
   for (const [hostname, info] of state.inspected) {
     const queues = Array.isArray(info['active_queues']) ? (info['active_queues'] as Array<{ name?: unknown }>) : [];

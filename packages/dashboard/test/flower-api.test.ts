@@ -147,6 +147,25 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect(await get('/healthcheck')).toEqual({ status: 200, body: 'OK' });
   });
 
+  it('queue rows: messages waiting by priority step, and a queue nobody consumes any more stays in view', async () => {
+    await dashboard.sampleQueues(); // the queue is known while the worker consumes it
+    expect((await post(`/api/worker/queue/cancel-consumer/${hostname}?queue=${queue}`)).body).toEqual({ message: `no longer consuming from ${queue}` });
+    await dashboard.inspector.inspect();
+    // Kombu's steps: priority 0 → step 0, priority 9 → step 9 (lower serves first)
+    for (const priority of [0, 0, 9]) await app.sendTask('dash.add', [1, 1], {}, { priority });
+    await dashboard.sampleQueues();
+    const { body } = await get('/dashboard/overview');
+    const row = (body as { queues: { rows: Array<{ name: string; messages: number; steps: Array<{ step: number; messageCount: number }>; consumers: string[] }> } }).queues.rows.find((r) => r.name === queue);
+    expect(row?.messages).toBe(3);
+    expect(row?.consumers).toEqual([]);
+    expect(row?.steps.filter((s) => s.messageCount > 0)).toEqual([
+      { step: 0, messageCount: 2 },
+      { step: 9, messageCount: 1 },
+    ]);
+    expect((await post(`/api/worker/queue/add-consumer/${hostname}?queue=${queue}`)).body).toEqual({ message: `add consumer ${queue}` });
+    await waitFor('the backlog to drain', async () => ((await dashboard.sampleQueues()).find((q) => q.name === queue)?.messages === 0 ? true : undefined));
+  });
+
   it('dead letters: a task no worker knows is kept with its reason, listed, sent back, and purged', async () => {
     const unknown = await app.sendTask('dash.nobody_has_this');
     const letter = await waitFor('the rejected message', async () => {

@@ -187,8 +187,8 @@
     await fetchJson('api/queues/length'); // a fresh sample of every queue's length
     const data = await fetchJson('dashboard/overview');
     view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
-      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
-      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="4" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
+      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>By priority step</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
+      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td class="muted">${q.steps ? q.steps.filter((s) => s.messageCount > 0).map((s) => `${s.step}: ${s.messageCount}`).join(', ') || '—' : '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="5" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
       </tbody></table>`;
     const beats = data.beats
       .flatMap((b) => b.entries.map((e) => `<tr data-entry="${esc(`${b.group}/${e.name}`)}"><td>${esc(b.group)}</td><td>${esc(e.name)}</td><td>${esc(e.task)}</td><td>${esc(e.schedule)}${e.enabled ? '' : ' <span class="muted">(disabled)</span>'}</td><td>${time(e.last_run)}</td><td>${time(e.next_run)}</td><td class="muted">${esc(b.hostname)} (epoch ${b.epoch})</td></tr>`))

@@ -259,6 +259,17 @@ export class PostgresStore implements VirtualStore {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /** Ready rows per priority step, lowest first. */
+  async queueSizesByStep(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>> {
+    const t = this.tables;
+    const { rows } = await this.pool.query<{ step: number; n: string }>(
+      `SELECT kq_priority AS step, count(*) AS n FROM ${t.message}
+       WHERE visible AND queue_id = (SELECT id FROM ${t.queue} WHERE name = $1) GROUP BY kq_priority ORDER BY kq_priority`,
+      [name],
+    );
+    return rows.map((row) => ({ step: Number(row.step), messageCount: Number(row.n) }));
+  }
+
   // ——— messages ———
 
   push(queue: string, message: StoredMessage, priority: number): Promise<void> {

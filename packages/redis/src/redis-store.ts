@@ -367,6 +367,18 @@ export class RedisStore implements VirtualStore {
     return Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
   }
 
+  /** Kombu's list per priority step, each with its length (one pipelined LLEN each). */
+  async queueSizesByStep(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>> {
+    const pipeline = this.commands.pipeline();
+    for (const key of this.layout.queueKeys(name)) pipeline.llen(key);
+    const results = (await pipeline.exec()) ?? [];
+    return this.layout.steps.map((step, index) => {
+      const [error, value] = results[index] ?? [null, 0];
+      if (error) throw error;
+      return { step, messageCount: Number(value) };
+    });
+  }
+
   async queueSize(name: string): Promise<number> {
     const pipeline = this.commands.pipeline();
     for (const key of this.layout.queueKeys(name)) pipeline.llen(key);

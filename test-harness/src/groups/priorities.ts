@@ -93,6 +93,24 @@ export async function checkPriorityAcrossQueues(context: ConformanceContext): Pr
   expect(log.ids[0], 'the most urgent message of all the consumed queues comes first').toBe('urgent');
 }
 
+/**
+ * `checkQueueSteps` (where a channel has it) counts ready messages per priority step: the counts add up to the
+ * queue's depth, and the more urgent messages sit in a lower step than the routine ones.
+ */
+export async function checkQueueStepsCount(context: ConformanceContext): Promise<void> {
+  const levels = [...context.priorityLevels].sort((a, b) => servingRank(context, a) - servingRank(context, b));
+  const urgent = levels[0] as number;
+  const routine = levels[levels.length - 1] as number;
+  const queue = await context.priorityQueue('steps');
+  const channel = await context.channel();
+  for (const priority of [urgent, urgent, routine]) await channel.publish('', queue, testMessage(`p${priority}`, { properties: { priority } }));
+  await context.waitForDepth(queue, 3);
+  const steps = (await channel.checkQueueSteps!(queue)).filter((entry) => entry.messageCount > 0);
+  expect(steps.reduce((sum, entry) => sum + entry.messageCount, 0), 'the steps add up to the depth').toBe(3);
+  expect(steps.map((entry) => entry.messageCount), 'urgent messages in the lower step, routine in a higher one').toEqual([2, 1]);
+  expect(steps[0]!.step).toBeLessThan(steps[1]!.step);
+}
+
 export const prioritiesGroup: ConformanceGroup = {
   name: 'priorities',
   skipReason: (setup) => {
@@ -108,6 +126,14 @@ export const prioritiesGroup: ConformanceGroup = {
       name: 'a consumer of several queues gets the most urgent message of all of them first',
       run: checkPriorityAcrossQueues,
       skipReason: (setup) => (setup.capabilities.prioritiesAcrossQueues ? undefined : 'transport does not report prioritiesAcrossQueues'),
+    },
+    {
+      name: 'checkQueueSteps (where the channel has it) counts ready messages per priority step',
+      run: async (context) => {
+        const channel = await context.channel();
+        if (!channel.checkQueueSteps) return; // optional: brokers with native priorities have no steps
+        await checkQueueStepsCount(context);
+      },
     },
   ],
 };

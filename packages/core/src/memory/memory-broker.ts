@@ -104,6 +104,13 @@ export class MemoryBroker {
     return queue ? size(queue) : 0;
   }
 
+  /** Ready messages per non-empty priority bucket, lowest first. */
+  sizesByStep(name: string): Array<{ step: number; messageCount: number }> {
+    const queue = this.#queues.get(name);
+    if (!queue) return [];
+    return queue.buckets.flatMap((bucket, step) => (bucket.length > 0 ? [{ step, messageCount: bucket.length }] : []));
+  }
+
   put(queueName: string, message: StoredMessage, priority: number, position: 'head' | 'tail'): void {
     const queue = this.queue(queueName) as MemoryQueue;
     const bucket = queue.buckets[priority] as MessageDeque<StoredMessage>;

@@ -82,6 +82,10 @@ export class MemoryStore implements VirtualStore {
     return this.broker.size(name);
   }
 
+  async queueSizesByStep(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>> {
+    return this.broker.sizesByStep(name);
+  }
+
   async push(queue: string, message: StoredMessage, priority: number): Promise<void> {
     this.broker.put(queue, message, priority, 'tail');
   }

@@ -35,6 +35,7 @@ const LIVE_SETTLER: ClaimSettler<unknown> = { settle: () => Promise.resolve(), h
  * of rejected messages, and fair consumption of many queues. The store only keeps lists and claims.
  */
 export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Channel {
+  readonly checkQueueSteps: ((name: string) => Promise<ReadonlyArray<{ step: number; messageCount: number }>>) | undefined;
   readonly transport: VirtualTransport;
   readonly #consumers = new Set<VirtualConsumer>();
   /** Deliveries handed out and not yet settled, in delivery order: restored on close (ack emulation). */
@@ -51,6 +52,14 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
   constructor(transport: VirtualTransport) {
     super();
     this.transport = transport;
+    // Only where the store can tell its priority steps apart: a count under one step would mislead.
+    const sizes = transport.store.queueSizesByStep?.bind(transport.store);
+    this.checkQueueSteps = sizes
+      ? (name: string) => {
+          this.#assertOpen();
+          return sizes(name);
+        }
+      : undefined;
   }
 
   get isOpen(): boolean {
@@ -102,6 +111,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     }
     return this.#stats(name);
   }
+
 
   async bindQueue(queue: string, exchange: string, routingKey: string, args: Record<string, unknown> = {}): Promise<void> {
     this.#assertOpen();

@@ -121,6 +121,8 @@ export interface VirtualStore {
   purgeQueue(name: string): Promise<number>;
   /** Ready messages (not claimed). */
   queueSize(name: string): Promise<number>;
+  /** Ready messages per priority step (`push`'s bucket), lowest step first; steps with none may be left out. Optional. */
+  queueSizesByStep?(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>>;
 
   /** Append to the tail of `queue` in priority bucket `priority` (already normalised to a step by the channel). */
   push(queue: string, message: StoredMessage, priority: number): Promise<void>;
