@@ -72,7 +72,8 @@ export function allCases(): BenchCase[] {
     }),
     make('redis', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
     make('redis', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
-    // The same drain with an OpenTelemetry SDK registered: a span per send and per run (issue 21's cost of tracing).
+    // The same drain without @opentelemetry/api (KQ_OTEL=off) and with an SDK registered: what tracing costs off and on.
+    make('redis', 'W2', 'kq', { suffix: 'c100.untraced', label: 'kq, concurrency 100, no OpenTelemetry API', concurrency: 100, variant: 'untraced' }),
     make('redis', 'W2', 'kq', { suffix: 'c100.traced', label: 'kq, concurrency 100, traced (OpenTelemetry SDK)', concurrency: 100, variant: 'traced' }),
     make('redis', 'W2', 'bullmq', { suffix: 'c1', label: 'BullMQ, concurrency 1', concurrency: 1 }),
     make('redis', 'W2', 'bullmq', { suffix: 'c100', label: 'BullMQ, concurrency 100', concurrency: 100 }),

@@ -27,6 +27,7 @@ const outcomes: CaseOutcome[] = [
   { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, redisCpuUs: 12.5, rssIdleMiB: 71.6, rssPeakMiB: 118.2 }], failures: [] },
   rate('redis.W2.kq.c1', 10_000),
   { case: byKey('redis.W2.kq.c100.traced'), runs: [{ kind: 'rate', perSecond: 48_000, workerCpuUs: 39.75, redisCpuUs: 12.5 }], failures: [] },
+  { case: byKey('redis.W2.kq.c100.untraced'), runs: [{ kind: 'rate', perSecond: 61_000, workerCpuUs: 30.75, redisCpuUs: 12.5 }], failures: [] },
   rate('redis.W2.bee-queue.c100', 25_000),
   { ...rate('redis.W2.bee-queue.c1', 5_000, 7_000), failures: ['bee-queue, concurrency 1 [drain, redis] exited with code 1 before reporting a result.'] },
   rate('redis.W2.bullmq.c100', 20_000),
@@ -95,7 +96,8 @@ describe('renderMarkdown', () => {
   });
 
   it('states what tracing costs: the traced drain against the same drain without an SDK', () => {
-    expect(markdown).toContain('costs 8.5 µs of worker CPU per task, and runs the drain at 0.80× the untraced rate.');
+    expect(markdown).toContain('no SDK: the plain row) against no API at all costs 0.5 µs of worker CPU per task and runs the drain at 0.98× the API-less rate.');
+    expect(markdown).toContain('exporter that drops them) costs 8.5 µs of worker CPU per task and runs the drain at 0.80× the untraced rate.');
     // the traced row is not the reference the other rows are compared with
     expect(markdown).toContain('| bee-queue, concurrency 100 | 25,000 | 25,000 | 25,000 | 2.40× | 0.40× | — | — | — |');
   });

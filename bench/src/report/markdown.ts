@@ -2,7 +2,7 @@
 import { WORKLOAD_TITLES, type BenchCase, type Workload } from '../cases';
 import type { ExtraResult } from '../extras';
 import type { MachineInfo } from '../machine-info';
-import { failureNote, figures, headline, speedup, type CaseOutcome } from '../outcome';
+import { failureNote, figures, headline, speedup, type CaseFigures, type CaseOutcome } from '../outcome';
 import type { Summary } from '../stats';
 import type { BrokerKind } from '../protocol';
 import { formatMs, formatRate, formatSpeedup } from './format';
@@ -154,15 +154,24 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   return lines;
 }
 
-/** What tracing costs: the traced drain next to the same drain without an SDK, in CPU per task and throughput. */
+/** What tracing costs: the kq drains without the API, with it and no SDK (the plain row), and with an SDK. */
 function tracingCost(rows: readonly CaseOutcome[]): string[] {
-  const plain = rows.find((o) => o.case.system === 'kq' && o.case.concurrency === 100 && o.case.variant === null);
-  const traced = rows.find((o) => o.case.system === 'kq' && o.case.variant === 'traced');
-  const a = plain ? figures(plain) : null;
-  const b = traced ? figures(traced) : null;
-  if (!a || !b || a.kind !== 'rate' || b.kind !== 'rate') return [];
-  const cpu = a.workerCpuUs && b.workerCpuUs ? `${(b.workerCpuUs.median - a.workerCpuUs.median).toFixed(1)} µs of worker CPU per task, and ` : '';
-  return ['', `Tracing on (an OpenTelemetry SDK registered; a span per send and per run, batched to an exporter that drops them) costs ${cpu}runs the drain at ${(b.rate.median / a.rate.median).toFixed(2)}× the untraced rate.`];
+  type Rate = Extract<CaseFigures, { kind: 'rate' }>;
+  const rate = (variant: string | null): Rate | null => {
+    const outcome = rows.find((o) => o.case.system === 'kq' && o.case.concurrency === 100 && o.case.variant === variant);
+    const f = outcome ? figures(outcome) : null;
+    return f && f.kind === 'rate' ? f : null;
+  };
+  const cost = (more: Rate, less: Rate): string =>
+    more.workerCpuUs && less.workerCpuUs ? `costs ${(more.workerCpuUs.median - less.workerCpuUs.median).toFixed(1)} µs of worker CPU per task` : 'costs an unmeasured amount of worker CPU';
+  const plain = rate(null);
+  if (!plain) return [];
+  const off = rate('untraced');
+  const on = rate('traced');
+  const lines: string[] = [];
+  if (off) lines.push(`Tracing off (\`@opentelemetry/api\` installed, no SDK: the plain row) against no API at all ${cost(plain, off)} and runs the drain at ${(plain.rate.median / off.rate.median).toFixed(2)}× the API-less rate.`);
+  if (on) lines.push(`Tracing on (an OpenTelemetry SDK registered; a span per send and per run, batched to an exporter that drops them) ${cost(on, plain)} and runs the drain at ${(on.rate.median / plain.rate.median).toFixed(2)}× the untraced rate.`);
+  return lines.length > 0 ? ['', ...lines] : [];
 }
 
 /** Resident memory of the worker while it waits and at its peak during the drain (medians over the runs). */

@@ -68,6 +68,8 @@ async function registerTracing(): Promise<void> {
 async function drain(spec: RunnerSpec): Promise<void> {
   await preloadTransport(spec);
   if (spec.variant === 'traced') await registerTracing();
+  // `untraced`: as if @opentelemetry/api were not installed — the baseline the other two kq drains are compared with.
+  if (spec.variant === 'untraced') process.env['KQ_OTEL'] = 'off';
   await awaitGo();
   const app = createApp(spec, null);
   const worker = createWorker(app, spec);

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { context, metrics, propagation, trace, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -168,6 +169,20 @@ describe('failures, retries and metrics (memory://)', () => {
     const ok = succeeded?.dataPoints.find((point) => point.attributes['celery.task_name'] === 'tel.ok');
     expect(ok?.value).toBe(1);
   });
+});
+
+describe('KQ_OTEL=off', () => {
+  it('makes no span even with an SDK registered, as if @opentelemetry/api were not installed', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const script = fileURLToPath(new URL('./fixtures/telemetry/otel-off.ts', import.meta.url));
+    const run = (env: Record<string, string>) => promisify(execFile)(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, timeout: 30_000 });
+    const off = JSON.parse((await run({ KQ_OTEL: 'off' })).stdout.trim()) as { value: number; spans: number };
+    const on = JSON.parse((await run({})).stdout.trim()) as { value: number; spans: number };
+    expect(off).toEqual({ value: 3, spans: 0 });
+    expect(on.value).toBe(3);
+    expect(on.spans).toBeGreaterThanOrEqual(2); // the send and the run
+  }, 40_000);
 });
 
 describe('JSON logs', () => {

@@ -7,11 +7,13 @@ let loaded: OpenTelemetry | null | undefined;
 let loading: Promise<OpenTelemetry | null> | undefined;
 
 /**
- * Loads `@opentelemetry/api` once, if it is installed. Without it every tracing and metrics hook is a no-op that
+ * Loads `@opentelemetry/api` once, if it is installed and `KQ_OTEL` is not `off`. Without it every tracing and metrics hook is a no-op that
  * costs one null check; with it and no SDK registered, the API's own no-op tracer and meter answer.
  */
 export function loadOpenTelemetry(): Promise<OpenTelemetry | null> {
   if (loaded !== undefined) return Promise.resolve(loaded);
+  // `KQ_OTEL=off`: as if the API were not installed (what the bench compares tracing's cost against).
+  if (process.env['KQ_OTEL'] === 'off') return Promise.resolve((loaded = null));
   loading ??= import('@opentelemetry/api').then(
     (api: OpenTelemetry) => (loaded = api),
     () => (loaded = null),
