@@ -25,3 +25,21 @@ export function loadOpenTelemetry(): Promise<OpenTelemetry | null> {
 export function openTelemetry(): OpenTelemetry | null {
   return loaded ?? null;
 }
+
+let noopTracerProvider: unknown;
+
+/**
+ * Whether spans would be recorded: an SDK registered a tracer provider. Without one the API hands out no-op spans,
+ * and kq skips the span work altogether (no SDK, no propagator: nothing would be exported or passed on anyway).
+ * Checked per call, so an SDK registered after the app was made is picked up.
+ */
+export function tracingActive(api: OpenTelemetry): boolean {
+  noopTracerProvider ??= new api.ProxyTracerProvider().getDelegate();
+  const provider = api.trace.getTracerProvider() as { getDelegate?: () => unknown };
+  return !(typeof provider.getDelegate === 'function' && provider.getDelegate() === noopTracerProvider);
+}
+
+/** Whether a meter provider was registered (the API's own is a no-op). */
+export function metricsActive(api: OpenTelemetry): boolean {
+  return api.metrics.getMeterProvider().constructor.name !== 'NoopMeterProvider';
+}

@@ -1,6 +1,6 @@
 import type { ObservableCallback, ObservableGauge } from '@opentelemetry/api';
 import { KQ_VERSION } from '../events/software-info';
-import { openTelemetry } from './open-telemetry';
+import { metricsActive, openTelemetry } from './open-telemetry';
 
 /** What the metrics read of a worker (kept structural: telemetry sits below the worker). */
 export interface MeteredWorker {
@@ -23,11 +23,13 @@ export interface MeteredRequest {
  * The worker's task metrics through the OpenTelemetry metrics API, for users with a collector (the same numbers
  * the worker's `/metrics` serves in Prometheus form): tasks received/succeeded/failed/retried by task name, the
  * runtime and the wait between receipt and start (prefetched, or held for an ETA) as histograms, and the prefetched,
- * active and pool-size gauges. Returns the detach function; nothing happens without `@opentelemetry/api`.
+ * active and pool-size gauges. Returns the detach function; nothing happens without `@opentelemetry/api` or without a
+ * MeterProvider registered before the worker starts.
  */
 export function attachTaskMetrics(worker: MeteredWorker): () => void {
   const api = openTelemetry();
-  if (!api) return () => undefined;
+  // Without a MeterProvider (registered before the worker starts) every record would be a no-op: none are made.
+  if (!api || !metricsActive(api)) return () => undefined;
   const meter = api.metrics.getMeter('kq', KQ_VERSION);
   const counter = (what: string) =>
     meter.createCounter(`kq.tasks.${what}`, { description: `Tasks ${what} by this worker`, unit: '{task}' });

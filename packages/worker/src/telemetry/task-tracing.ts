@@ -1,6 +1,6 @@
 import type { Context, Span } from '@opentelemetry/api';
 import { KQ_VERSION } from '../events/software-info';
-import { openTelemetry, type OpenTelemetry } from './open-telemetry';
+import { openTelemetry, tracingActive, type OpenTelemetry } from './open-telemetry';
 
 // Names and attributes as Python's opentelemetry-instrumentation-celery writes them, so a trace reads the same
 // whichever side sent or ran a step: spans `apply_async/<task>` (PRODUCER) and `run/<task>` (CONSUMER), the context
@@ -56,7 +56,7 @@ function tracer(api: OpenTelemetry): ReturnType<OpenTelemetry['trace']['getTrace
 /** Starts the PRODUCER span of a send, a child of whatever span is active (a task's run, a web request). */
 export function startPublishTrace(taskName: string, system: string): PublishTrace | undefined {
   const api = openTelemetry();
-  if (!api) return undefined;
+  if (!api || !tracingActive(api)) return undefined;
   const parent = api.context.active();
   const span = tracer(api).startSpan(
     `apply_async/${taskName}`,
@@ -106,7 +106,7 @@ export function startRunTrace(
   hostname: string,
 ): RunTrace | undefined {
   const api = openTelemetry();
-  if (!api) return undefined;
+  if (!api || !tracingActive(api)) return undefined;
   const parent = api.propagation.extract(api.ROOT_CONTEXT, request.headers, HEADER_GETTER);
   const span = tracer(api).startSpan(
     `run/${request.name}`,
