@@ -27,16 +27,18 @@ export function openTelemetry(): OpenTelemetry | null {
 }
 
 let noopTracerProvider: unknown;
+let globalProvider: { getDelegate?: () => unknown } | undefined;
 
 /**
  * Whether spans would be recorded: an SDK registered a tracer provider. Without one the API hands out no-op spans,
  * and kq skips the span work altogether (no SDK, no propagator: nothing would be exported or passed on anyway).
- * Checked per call, so an SDK registered after the app was made is picked up.
+ * Checked per call — a field read on the API's global proxy, which an SDK's registration fills in — so an SDK
+ * registered after the app was made is picked up.
  */
 export function tracingActive(api: OpenTelemetry): boolean {
   noopTracerProvider ??= new api.ProxyTracerProvider().getDelegate();
-  const provider = api.trace.getTracerProvider() as { getDelegate?: () => unknown };
-  return !(typeof provider.getDelegate === 'function' && provider.getDelegate() === noopTracerProvider);
+  globalProvider ??= api.trace.getTracerProvider() as { getDelegate?: () => unknown };
+  return !(typeof globalProvider.getDelegate === 'function' && globalProvider.getDelegate() === noopTracerProvider);
 }
 
 /** Whether a meter provider was registered (the API's own is a no-op). */
