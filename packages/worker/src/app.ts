@@ -18,7 +18,7 @@ import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
 import { Control } from './control';
 import { currentTask } from './current-task';
 import { loadOpenTelemetry } from './telemetry/open-telemetry';
-import { messagingSystem, startPublishTrace, withTraceHeaders, type PublishTrace } from './telemetry/task-tracing';
+import { startPublishTrace, withTraceHeaders, type PublishTrace } from './telemetry/task-tracing';
 import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
 import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
@@ -219,7 +219,7 @@ export class App implements AppContract {
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
     if (!this.#codecsLoaded) await this.#codecs;
     const parent = currentTask();
-    const trace = startPublishTrace(name, messagingSystem(this.conf.broker));
+    const trace = startPublishTrace(name, this.conf.broker);
     const traced = withTraceHeaders(options, trace, parent);
     try {
       const prepared = prepareTaskMessage(this, name, args, traced, Date.now(), embed);
@@ -250,11 +250,10 @@ export class App implements AppContract {
     if (!this.#codecsLoaded) await this.#codecs;
     const nowMs = Date.now();
     const parent = currentTask();
-    const system = messagingSystem(this.conf.broker);
     const traces: PublishTrace[] = [];
     const prepared = calls.map((call) => {
       const kwargs = call.kwargs ?? {};
-      const trace = startPublishTrace(call.name, system);
+      const trace = startPublishTrace(call.name, this.conf.broker);
       if (trace) traces.push(trace);
       const options = withTraceHeaders(call.options ? { ...call.options, kwargs } : { kwargs }, trace, parent);
       const message = prepareTaskMessage(this, call.name, call.args ?? [], options, nowMs);

@@ -39,6 +39,7 @@ export { Worker, type WorkerEvents, type WorkerOptions } from './worker/worker';
 export { REDELIVERIES_HEADER } from './worker/redelivery';
 export { Request, type RequestInfo } from './worker/request';
 export { AsyncPool } from './pool/async-pool';
+export { loadAppModule } from './pool/load-app-module';
 export { ChildPool, type ChildPoolOptions } from './pool/child-pool';
 export { Autoscaler, type AutoscaleOptions, type AutoscalerInfo } from './pool/autoscaler';
 export { POOL_CHILD_ENV } from './pool/child-protocol';

@@ -12,14 +12,15 @@ describe('tracing off is no work', () => {
   it('makes no span while no SDK is registered, and starts as soon as one is', async () => {
     expect(await loadOpenTelemetry()).not.toBeNull();
     const request = { id: 'x', name: 'proj.add', headers: {}, retries: 0 };
-    const destination = { system: 'redis', routingKey: 'celery', exchange: '' };
-    expect(startPublishTrace('proj.add', 'redis')).toBeUndefined();
-    expect(startRunTrace(request, destination, 'w@host')).toBeUndefined();
+    const delivery = { routingKey: 'celery' };
+    const broker = 'redis://127.0.0.1:6379/0';
+    expect(startPublishTrace('proj.add', broker)).toBeUndefined();
+    expect(startRunTrace(request, delivery, broker, 'w@host')).toBeUndefined();
     trace.setGlobalTracerProvider(new BasicTracerProvider());
-    const publish = startPublishTrace('proj.add', 'redis');
+    const publish = startPublishTrace('proj.add', broker);
     expect(publish?.headers['traceparent']).toBeUndefined(); // no propagator registered: nothing to inject
     publish?.end();
-    const run = startRunTrace(request, destination, 'w@host');
+    const run = startRunTrace(request, delivery, broker, 'w@host');
     expect(run?.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     run?.end('succeeded');
   });

@@ -3,12 +3,10 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { KqError, installCommand } from '@kq/core';
 import type { Command } from 'commander';
-import type { App } from '../app';
-import { loadAppModule } from '../pool/load-app-module';
 
 /** What `@kq/dashboard` exports for its command line (the worker depends on it only at run time, if installed). */
 interface DashboardModule {
-  runDashboardCli(argv: readonly string[], loadApp: (path: string) => Promise<App>): Promise<number>;
+  runDashboardCli(argv: readonly string[]): Promise<number>;
 }
 
 /** Listed in `kq --help`; `runKq` hands `kq dashboard …` to `@kq/dashboard` before parsing (its flags are its own). */
@@ -23,7 +21,7 @@ export function registerDashboardCommand(program: Command): void {
 /** `kq dashboard …`: runs `@kq/dashboard`'s CLI with the rest of the line, or says how to install it. */
 export async function runDashboardCommand(argv: readonly string[]): Promise<number> {
   const module = await importDashboard();
-  return module.runDashboardCli(argv, loadAppModule);
+  return module.runDashboardCli(argv);
 }
 
 async function importDashboard(): Promise<DashboardModule> {

@@ -10,15 +10,6 @@ const TRACER_NAME = 'kq';
 const ACTION = 'celery.action';
 const TASK_NAME = 'celery.task_name';
 
-/** What the messaging attributes need to know about where a message goes. */
-export interface MessageDestination {
-  /** `redis`, `rabbitmq`, `postgresql`, `memory`. */
-  readonly system: string;
-  /** The routing key (the queue's name on the default exchange). */
-  readonly routingKey: string;
-  readonly exchange: string;
-}
-
 /** The OpenTelemetry `messaging.system` of a broker URL. */
 export function messagingSystem(brokerUrl: string): string {
   const scheme = brokerUrl.slice(0, Math.max(0, brokerUrl.indexOf(':'))).toLowerCase();
@@ -53,8 +44,11 @@ function tracer(api: OpenTelemetry): ReturnType<OpenTelemetry['trace']['getTrace
   return api.trace.getTracer(TRACER_NAME, KQ_VERSION);
 }
 
-/** Starts the PRODUCER span of a send, a child of whatever span is active (a task's run, a web request). */
-export function startPublishTrace(taskName: string, system: string): PublishTrace | undefined {
+/**
+ * Starts the PRODUCER span of a send, a child of whatever span is active (a task's run, a web request). The broker URL
+ * gives `messaging.system`, read only once tracing is known to be on.
+ */
+export function startPublishTrace(taskName: string, brokerUrl: string): PublishTrace | undefined {
   const api = openTelemetry();
   if (!api || !tracingActive(api)) return undefined;
   const parent = api.context.active();
@@ -65,7 +59,7 @@ export function startPublishTrace(taskName: string, system: string): PublishTrac
       attributes: {
         [ACTION]: 'apply_async',
         [TASK_NAME]: taskName,
-        'messaging.system': system,
+        'messaging.system': messagingSystem(brokerUrl),
         'messaging.operation.type': 'publish',
       },
     },
@@ -102,7 +96,8 @@ export interface RunTrace {
  */
 export function startRunTrace(
   request: { readonly id: string; readonly name: string; readonly headers: Readonly<Record<string, unknown>>; readonly retries: number },
-  destination: MessageDestination,
+  delivery: { readonly routingKey: string },
+  brokerUrl: string,
   hostname: string,
 ): RunTrace | undefined {
   const api = openTelemetry();
@@ -115,9 +110,9 @@ export function startRunTrace(
       attributes: {
         [ACTION]: 'run',
         [TASK_NAME]: request.name,
-        'messaging.system': destination.system,
+        'messaging.system': messagingSystem(brokerUrl),
         'messaging.operation.type': 'process',
-        'messaging.destination.name': destination.routingKey,
+        'messaging.destination.name': delivery.routingKey,
         'messaging.message.id': request.id,
         'celery.hostname': hostname,
         'celery.retries': request.retries,

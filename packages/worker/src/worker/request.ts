@@ -6,7 +6,7 @@ import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { backoffCountdown } from '../retry-backoff';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
-import { messagingSystem, startRunTrace, type MessageDestination, type RunTrace } from '../telemetry/task-tracing';
+import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import type { Worker } from './worker';
 
 /** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
@@ -51,6 +51,9 @@ export class Request {
   #terminated: string | undefined;
   /** The run's span, when tracing (`@opentelemetry/api` installed). */
   #trace: RunTrace | undefined;
+  /** What the run threw, and why it was retried: the span's status and retry reason. */
+  #failure: unknown;
+  #retryReason: unknown;
 
   constructor(worker: Worker, delivery: Delivery, message: TaskMessage, task: Task) {
     this.worker = worker;
@@ -184,41 +187,43 @@ export class Request {
 
     const started = performance.now();
     const timers: NodeJS.Timeout[] = [];
-    this.#trace = startRunTrace(this.message, traceDestination(worker, this.delivery.deliveryInfo), worker.hostname);
-    let failure: unknown;
-    let retryReason: unknown;
-    // The whole run, its result's storing and its callbacks happen with the run span active (when tracing), so
-    // what they send continues the trace.
-    const run = async (): Promise<Outcome> => {
-      try {
-        const value = await this.#run(timers);
-        worker.state.succeeded.add(this.id);
-        const runtime = (performance.now() - started) / 1000;
-        // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
-        if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
-        await this.#store('SUCCESS', value, null);
-        worker.emitTask('succeeded', this, { result: value, runtime });
-        if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
-        if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
-        release();
-        if (this.acksLate) await this.#settle('ack');
-        return 'succeeded';
-      } catch (error) {
-        failure = error;
-        const outcome = await this.#handleError(error);
-        if (outcome === 'retried') retryReason = error instanceof Retry ? (error.exc ?? error) : error;
-        return outcome;
-      }
-    };
+    this.#trace = startRunTrace(this.message, this.delivery.deliveryInfo, worker.app.conf.broker, worker.hostname);
     let outcome: Outcome;
     try {
-      outcome = this.#trace ? await this.#trace.within(run) : await run();
+      // With a span, the whole run, its result's storing and its callbacks happen with it active, so what they send
+      // continues the trace; without one, no closure is made for it.
+      outcome = this.#trace ? await this.#trace.within(() => this.#runToOutcome(timers, started, release)) : await this.#runToOutcome(timers, started, release);
     } finally {
       for (const timer of timers) clearTimeout(timer);
       worker.state.taskReady(this);
     }
-    this.#trace?.end(outcome, failure, retryReason);
+    this.#trace?.end(outcome, this.#failure, this.#retryReason);
     if (worker.log.enabled('debug')) worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
+  }
+
+  /** Runs the task and settles it: stores the result or handles the error, sends what follows, acks. */
+  async #runToOutcome(timers: NodeJS.Timeout[], started: number, release: () => void): Promise<Outcome> {
+    const { worker } = this;
+    try {
+      const value = await this.#run(timers);
+      worker.state.succeeded.add(this.id);
+      const runtime = (performance.now() - started) / 1000;
+      // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
+      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
+      await this.#store('SUCCESS', value, null);
+      worker.emitTask('succeeded', this, { result: value, runtime });
+      if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
+      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
+      release();
+      if (this.acksLate) await this.#settle('ack');
+      return 'succeeded';
+    } catch (error) {
+      // Kept for the run's span (which records the failure, or the retry's reason).
+      this.#failure = error;
+      const outcome = await this.#handleError(error);
+      if (outcome === 'retried') this.#retryReason = error instanceof Retry ? (error.exc ?? error) : error;
+      return outcome;
+    }
   }
 
   /**
@@ -481,11 +486,6 @@ export class Request {
       message,
     };
   }
-}
-
-/** Where the message came from, for the spans' messaging attributes. */
-function traceDestination(worker: Worker, info: { routingKey: string; exchange: string }): MessageDestination {
-  return { system: messagingSystem(worker.app.conf.broker), routingKey: info.routingKey, exchange: info.exchange };
 }
 
 function describe(error: unknown): string {
