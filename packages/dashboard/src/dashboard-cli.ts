@@ -1,5 +1,5 @@
 import { KqError } from '@kq/core';
-import { App } from '@kq/worker';
+import { App, loadAppModule } from '@kq/worker';
 import { Command, InvalidArgumentError } from 'commander';
 import { Dashboard } from './dashboard';
 
@@ -32,7 +32,7 @@ function positive(value: string): number {
  * from `-b`, KQ_BROKER_URL/CELERY_BROKER_URL or the app module (`-A`). Runs until SIGINT/SIGTERM; resolves to the
  * exit code (2 for a usage error, 1 for a failure, with one line saying why).
  */
-export async function runDashboardCli(argv: readonly string[], loadAppModule?: (path: string) => Promise<App>): Promise<number> {
+export async function runDashboardCli(argv: readonly string[]): Promise<number> {
   const program = new Command('kq dashboard')
     .description('The kq dashboard: live web UI, Flower-compatible REST API and Prometheus metrics.')
     .option('-A, --app <module>', 'the module that exports your App')
@@ -55,7 +55,7 @@ export async function runDashboardCli(argv: readonly string[], loadAppModule?: (
     return code === 'commander.helpDisplayed' || code === 'commander.help' ? 0 : 2;
   }
   try {
-    const app = flags.app ? await (loadAppModule ?? defaultLoader)(flags.app) : new App('kq-dashboard');
+    const app = flags.app ? await loadAppModule(flags.app) : new App('kq-dashboard');
     const broker = flags.broker ?? process.env['KQ_BROKER_URL'] ?? process.env['CELERY_BROKER_URL'];
     if (broker) app.conf.broker = broker;
     else if (app.conf.broker.startsWith('memory://')) {
@@ -80,13 +80,4 @@ export async function runDashboardCli(argv: readonly string[], loadAppModule?: (
     console.error(`kq dashboard: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   }
-}
-
-async function defaultLoader(path: string): Promise<App> {
-  const { resolve } = await import('node:path');
-  const { pathToFileURL } = await import('node:url');
-  const module = (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>;
-  const app = module['app'] ?? module['default'];
-  if (!(app instanceof App)) throw new KqError(`${path} must export an App as \`app\` or as its default export.`);
-  return app;
 }

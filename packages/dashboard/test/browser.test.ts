@@ -2,15 +2,15 @@
 // 5.2.6 worker — on Redis and on RabbitMQ: both workers appear online with both charts drawn, a task sent while the
 // tasks page is open appears without a reload and is found by search, its page shows its result and timeline,
 // revoke reaches the real worker, and pool grow acts on it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { App, Logger, type Worker } from '@kq/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dashboard } from '../src/index';
+import { startPythonWorker } from '../../worker/test/fixtures/python-client';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -19,7 +19,6 @@ if (!haveChromium) {
   console.warn(`[kq] skipping the dashboard browser test: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 }
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
-const interopDir = fileURLToPath(new URL('../../worker/test/interop', import.meta.url));
 /** `KQ_DASHBOARD_SCREENSHOTS=<dir>` saves the pages the README shows. */
 const screenshots = process.env['KQ_DASHBOARD_SCREENSHOTS'];
 const python = await pythonAvailable(['celery']);
@@ -49,11 +48,7 @@ describe.each(fleets)('the dashboard in Chromium, on a mixed fleet on $label', (
     worker = app.worker({ queues: [queue], hostname, logger: quiet, concurrency: 2, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
     await worker.start();
     if (python) {
-      py = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', pyHost, '--pool', 'solo', '-E', '--without-mingle', '--without-gossip', '-l', 'warning'], {
-        cwd: interopDir,
-        env: { ...process.env, KQ_INTEROP_BROKER: broker, KQ_INTEROP_BACKEND: backend, KQ_INTEROP_PY_QUEUE: `${ns}.py`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` },
-        stdio: 'ignore',
-      });
+      py = startPythonWorker(pyHost, { KQ_INTEROP_BROKER: broker, KQ_INTEROP_BACKEND: backend, KQ_INTEROP_PY_QUEUE: `${ns}.py`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` }, ['-E']);
     }
     dashboard = new Dashboard({ app: new App('dash', { broker, backend, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, inspectIntervalMs: 2000 });
     await dashboard.start();

@@ -2,17 +2,16 @@
  * Flower's REST API, metrics and health check on a live fleet: kq workers on Redis (and RabbitMQ) and a Python
  * Celery 5.2.6 worker, seen through the dashboard's events and inspect calls, answered in Flower's shapes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
+import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { App, Logger, type Worker } from '@kq/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Dashboard } from '../src/index';
+import { startPythonWorker } from '../../worker/test/fixtures/python-client';
 
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
-const interopDir = fileURLToPath(new URL('../../worker/test/interop', import.meta.url));
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -182,11 +181,7 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
   });
 
   it.skipIf(!python)('a Python Celery 5.2.6 worker in the fleet shows as a worker, and its tasks as tasks', async () => {
-    py = spawn(pythonInterpreter, ['-m', 'celery', '-A', 'celery_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '-E', '--without-mingle', '--without-gossip', '-l', 'warning'], {
-      cwd: interopDir,
-      env: { ...process.env, KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${ns}.py`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` },
-      stdio: 'ignore',
-    });
+    py = startPythonWorker(`py@${ns}`, { KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${ns}.py`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` }, ['-E']);
     const info = await waitFor('the Python worker in /api/workers', async () => {
       const { body } = await get(`/api/workers?refresh=1&workername=py@${ns}`).catch(() => ({ body: {} }));
       return (body as Record<string, Record<string, unknown>>)[`py@${ns}`]?.['stats'] ? body : undefined;
