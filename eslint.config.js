@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', 'bench/results/**'],
+    ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', 'bench/results/**', 'bench/.runners/**', 'bench/.runners-test-*/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

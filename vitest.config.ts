@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const src = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 
@@ -13,6 +13,7 @@ export default defineConfig({
       '@kq/amqp': src('./packages/amqp/src/index.ts'),
       '@kq/worker': src('./packages/worker/src/index.ts'),
       '@kq/dashboard': src('./packages/dashboard/src/index.ts'),
+      '@kq/test-harness/redis-cluster': src('./test-harness/src/redis-cluster.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),
     },
   },
@@ -23,6 +24,9 @@ export default defineConfig({
       'examples/*/test/**/*.test.ts',
       'bench/test/**/*.test.ts',
     ],
+    // The Redis Cluster suites start clusters of their own and take minutes: `pnpm test:clusters` runs them; a plain
+    // `pnpm test` runs only their smoke (packages/redis/test/cluster-smoke.test.ts).
+    exclude: [...configDefaults.exclude, ...(process.env['KQ_CLUSTER_TESTS'] === '1' ? [] : ['packages/redis/test/cluster/**'])],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default'],

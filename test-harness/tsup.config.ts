@@ -11,6 +11,14 @@ export default defineConfig([
     shims: true,
   },
   {
+    // Private Redis Clusters for the fault suite and the benchmark, importable without the suite (and vitest).
+    entry: ['src/redis-cluster.ts'],
+    format: ['esm'],
+    dts: true,
+    sourcemap: true,
+    target: 'node20',
+  },
+  {
     // The peer process the suite runs as a second OS process: a script (top-level await), so ESM only.
     entry: ['src/peer-process.ts'],
     format: ['esm'],

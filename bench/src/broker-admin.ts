@@ -4,6 +4,7 @@
 import { connect, type Channel, type ChannelModel } from 'amqplib';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { findProcesses, processTreeCpuUs } from './process-tree';
 import type { SystemId } from './systems';
 
 /** What a queue still holds: waiting messages, deliveries taken but not acked, and failed jobs. */
@@ -50,6 +51,42 @@ export class RedisAdmin {
     let total = 0;
     for (const match of info.matchAll(/usec=(\d+)/g)) total += Number(match[1]);
     return total;
+  }
+
+  /**
+   * Redis's command time since the last reset, command by command (`INFO commandstats`): calls and µs — which
+   * commands a system's tasks cost Redis, for the targets' explanations.
+   */
+  async commandStats(): Promise<Record<string, { calls: number; usec: number }>> {
+    const info = await this.#redis.info('commandstats');
+    const stats: Record<string, { calls: number; usec: number }> = {};
+    for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) stats[match[1] as string] = { calls: Number(match[2]), usec: Number(match[3]) };
+    return stats;
+  }
+
+  /**
+   * Bytes Redis holds per queued task, read from what the system stored (the first queued one): a Kombu envelope
+   * (kq, Celery, the raw rows), bee-queue's job hash value plus its id in the waiting list, BullMQ's job hash. Null
+   * when nothing is queued.
+   */
+  async bytesPerTask(system: SystemId, queue: string): Promise<number | null> {
+    const r = this.#redis;
+    switch (system) {
+      case 'bee-queue': {
+        const id = await r.lindex(`bq:${queue}:waiting`, 0);
+        return id === null ? null : Buffer.byteLength(id) + (await r.hstrlen(`bq:${queue}:jobs`, id));
+      }
+      case 'bullmq': {
+        const id = await r.lindex(`bull:${queue}:wait`, 0);
+        if (id === null) return null;
+        const fields = await r.hgetall(`bull:${queue}:${id}`);
+        return Buffer.byteLength(id) + Object.entries(fields).reduce((sum, [key, value]) => sum + Buffer.byteLength(key) + Buffer.byteLength(value), 0);
+      }
+      default: {
+        const item = await r.lindexBuffer(queue, 0);
+        return item === null ? null : item.length;
+      }
+    }
   }
 
   /** FLUSHDB of the benchmark's database only (never FLUSHALL). */
@@ -116,6 +153,16 @@ export class AmqpAdmin {
   /** Deletes queues (missing ones are fine), pipelined on one channel. */
   async deleteQueues(names: readonly string[]): Promise<void> {
     await this.#use((channel) => Promise.all(names.map((name) => channel.deleteQueue(name))));
+  }
+
+  /**
+   * CPU RabbitMQ's Erlang VM (`beam.smp`) has used, µs, read from /proc — when it runs on this machine and is the
+   * only one (with several, which one serves the benchmark is not known: null). Per task, it is the broker's work
+   * for each message, as Redis's command time is on Redis (though it also counts the VM's own housekeeping).
+   */
+  brokerCpuUs(): number | null {
+    const beams = findProcesses('beam.smp');
+    return beams.length === 1 ? processTreeCpuUs(beams[0]) : null;
   }
 
   async leftover(queue: string): Promise<Leftover> {

@@ -2,12 +2,17 @@
 import type { BrokerKind, EnqueueMode } from './protocol';
 import { SYSTEM_NAMES, type SystemId } from './systems';
 
-export type Workload = 'W1' | 'W2' | 'W3';
+export type Workload = 'W1' | 'W2' | 'W3' | 'W4' | 'W5' | 'W6';
+
+export const WORKLOADS: readonly Workload[] = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6'];
 
 export const WORKLOAD_TITLES: Record<Workload, string> = {
   W1: 'W1 enqueue',
   W2: 'W2 drain',
   W3: 'W3 round trip',
+  W4: 'W4 scale',
+  W5: 'W5 memory',
+  W6: 'W6 round trip under load',
 };
 
 export interface BenchCase {
@@ -22,6 +27,8 @@ export interface BenchCase {
   mode: EnqueueMode;
   /** W2/W3 worker concurrency (Python prefork: pool processes). */
   concurrency: number;
+  /** W4: worker processes draining the one queue together. */
+  processes: number;
   /**
    * Python Celery's pool (`solo`/`prefork`), raw Redis's drain flavour (`brpop`/`rpop-batch`), raw amqplib's
    * message shape (`celery-message`: a Celery task message instead of bare JSON).
@@ -34,6 +41,10 @@ export const PREFORK_PROCESSES = 2;
 /** Tasks per batch in bulk publishing (pipeline size, in flight at once), and RPOP's count in the raw batch drain. */
 export const BATCH = 1000;
 export const RAW_POP_BATCH = 100;
+/** W4: how many worker processes drain one Redis together. */
+export const SCALE_PROCESSES: readonly number[] = [1, 2, 4];
+/** W6: tasks a second the background producer publishes while the round trips run (well below every system's drain rate). */
+export const LOAD_RATE = 5000;
 
 function make(broker: BrokerKind, workload: Workload, system: SystemId, extra: Partial<BenchCase> & { suffix?: string; label?: string } = {}): BenchCase {
   const { suffix, label, ...rest } = extra;
@@ -45,6 +56,7 @@ function make(broker: BrokerKind, workload: Workload, system: SystemId, extra: P
     label: label ?? SYSTEM_NAMES[system],
     mode: 'awaited',
     concurrency: 1,
+    processes: 1,
     variant: null,
     ...rest,
   };
@@ -69,6 +81,14 @@ export function allCases(): BenchCase[] {
       'bee-queue': `saveAll(${BATCH})`,
       'celery-node': inFlight,
       'raw-ioredis': `LPUSH pipelined ×${BATCH}`,
+    }),
+    // The raw LPUSH floor on the bytes kq and Celery send (a Kombu envelope of a protocol 2 message), not bare JSON.
+    make('redis', 'W1', 'raw-ioredis', { suffix: 'awaited.celery', variant: 'celery-message', label: 'raw ioredis on Celery task envelopes, awaited' }),
+    make('redis', 'W1', 'raw-ioredis', {
+      suffix: 'bulk.celery',
+      mode: 'bulk',
+      variant: 'celery-message',
+      label: `raw ioredis on Celery task envelopes, LPUSH pipelined ×${BATCH}`,
     }),
     make('redis', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
     make('redis', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
@@ -101,10 +121,41 @@ export function allCases(): BenchCase[] {
       concurrency: PREFORK_PROCESSES,
     }),
     make('redis', 'W3', 'raw-ioredis', { label: 'raw ioredis, LPUSH + BRPOP reply' }),
+    // W4 scale: 1, 2, 4 worker processes (concurrency 100 each) on one queue — where Redis becomes the limit.
+    ...(['kq', 'bee-queue'] as const).flatMap((system) =>
+      SCALE_PROCESSES.map((processes) =>
+        make('redis', 'W4', system, {
+          suffix: `p${processes}`,
+          label: `${SYSTEM_NAMES[system]}, ${processes} process${processes === 1 ? '' : 'es'} × concurrency 100`,
+          concurrency: 100,
+          processes,
+        }),
+      ),
+    ),
+    // W5 memory: a started worker waiting on an empty queue, then draining what a producer publishes meanwhile.
+    make('redis', 'W5', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
+    make('redis', 'W5', 'bullmq', { suffix: 'c100', label: 'BullMQ, concurrency 100', concurrency: 100 }),
+    make('redis', 'W5', 'bee-queue', { suffix: 'c100', label: 'bee-queue, concurrency 100', concurrency: 100 }),
+    make('redis', 'W5', 'python-celery', { suffix: 'solo', label: 'Python Celery, solo', variant: 'solo' }),
+    make('redis', 'W5', 'python-celery', {
+      suffix: 'prefork',
+      label: `Python Celery, prefork ×${PREFORK_PROCESSES}`,
+      variant: 'prefork',
+      concurrency: PREFORK_PROCESSES,
+    }),
+    // W6: W3's round trips while the same worker process also drains a second queue fed at LOAD_RATE.
+    ...(['kq', 'bullmq', 'bee-queue'] as const).map((system) =>
+      make('redis', 'W6', system, { label: `${SYSTEM_NAMES[system]}, concurrency 100, ${LOAD_RATE.toLocaleString('en-US')} tasks/s of load`, concurrency: 100 }),
+    ),
     ...enqueueCases('amqp', ['kq', 'celery-node', 'raw-amqplib'], {
       kq: `sendTasks(${BATCH})`,
       'celery-node': inFlight,
       'raw-amqplib': `${inFlight}, then waitForConfirms`,
+    }),
+    make('amqp', 'W1', 'raw-amqplib', {
+      suffix: 'awaited.celery',
+      variant: 'celery-message',
+      label: 'raw amqplib on Celery task messages, awaited',
     }),
     make('amqp', 'W1', 'raw-amqplib', {
       suffix: 'bulk.celery',

@@ -1,5 +1,5 @@
 // A Celery protocol 2 task message as Celery (and kq) publish it, written out by hand for the benchmarks that send
-// one without kq's worker on the path (the raw amqplib runner, the transport-only AMQP bench).
+// one without kq's worker on the path (the raw amqplib and ioredis runners, the transport-only AMQP bench).
 
 /** The task's fields as protocol 2 carries them in message headers. */
 export function celeryTaskHeaders(fields: { id: string; task: string; argsrepr: string; origin: string }): Record<string, unknown> {
@@ -29,4 +29,28 @@ export function celeryTaskHeaders(fields: { id: string; task: string; argsrepr: 
 /** Protocol 2's body: `[args, kwargs, embed]`. */
 export function celeryTaskBody(args: readonly unknown[]): Buffer {
   return Buffer.from(JSON.stringify([args, {}, { callbacks: null, errbacks: null, chain: null, chord: null }]));
+}
+
+/**
+ * The Kombu Redis envelope of a Celery task message, as Kombu (and kq) LPUSH it: the body base64 in JSON with the
+ * protocol 2 headers and the properties — the bytes a Redis broker stores per task for Celery, so the raw LPUSH
+ * baseline can send exactly what kq sends.
+ */
+export function celeryRedisEnvelope(fields: { id: string; task: string; args: readonly unknown[]; queue: string; origin: string }): string {
+  const headers = celeryTaskHeaders({ id: fields.id, task: fields.task, argsrepr: `(${fields.args.map((arg) => JSON.stringify(arg)).join(', ')},)`, origin: fields.origin });
+  return JSON.stringify({
+    body: celeryTaskBody(fields.args).toString('base64'),
+    'content-encoding': 'utf-8',
+    'content-type': 'application/json',
+    headers,
+    properties: {
+      correlation_id: fields.id,
+      reply_to: fields.id,
+      delivery_mode: 2,
+      delivery_info: { exchange: '', routing_key: fields.queue },
+      priority: 0,
+      body_encoding: 'base64',
+      delivery_tag: fields.id,
+    },
+  });
 }

@@ -1,6 +1,6 @@
 // Command-line flags of the benchmark.
 import { parseArgs } from 'node:util';
-import type { Workload } from './cases';
+import { WORKLOADS, type Workload } from './cases';
 import type { BrokerKind } from './protocol';
 import { parseSystems, SYSTEM_IDS, type SystemId } from './systems';
 
@@ -27,7 +27,8 @@ export const USAGE = `Usage: pnpm bench [-- flags]        (from the repository r
   --smoke              every case once with N = 200, checking completeness only (CI); writes nothing
   --only redis|amqp|postgres  one broker's cases
   --systems a,b,...    ${SYSTEM_IDS.join(', ')} (also: celery, bee, raw)
-  --workloads W1,W2,W3 which workloads (default all)
+  --workloads W1,...   which workloads: W1 enqueue, W2 drain, W3 round trip, W4 scale, W5 memory,
+                       W6 round trip under load (default all)
   --n N                tasks per enqueue/drain run (default 20000)
   --round-trips N      sequential round trips per W3 run (default 1000)
   --runs N             runs per case, median/min/max reported (default 3)
@@ -69,7 +70,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     smoke,
     brokers: only ? [only] : ['redis', 'amqp', 'postgres'],
     systems: values.systems === undefined ? null : parseSystems(values.systems),
-    workloads: values.workloads === undefined ? ['W1', 'W2', 'W3'] : parseWorkloads(values.workloads),
+    workloads: values.workloads === undefined ? [...WORKLOADS] : parseWorkloads(values.workloads),
     n: positive('--n', values.n, smoke ? 200 : 20_000),
     roundTrips: positive('--round-trips', values['round-trips'], smoke ? 200 : 1000),
     runs: positive('--runs', values.runs, smoke ? 1 : 3),
@@ -85,7 +86,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
 function parseWorkloads(list: string): Workload[] {
   const workloads = list.split(',').map((part) => part.trim().toUpperCase()).filter((part) => part !== '');
   for (const workload of workloads) {
-    if (workload !== 'W1' && workload !== 'W2' && workload !== 'W3') throw new Error(`Unknown workload "${workload}" in --workloads: use W1, W2, W3.`);
+    if (!(WORKLOADS as readonly string[]).includes(workload)) throw new Error(`Unknown workload "${workload}" in --workloads: use ${WORKLOADS.join(', ')}.`);
   }
   return workloads as Workload[];
 }

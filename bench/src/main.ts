@@ -20,7 +20,8 @@ import { runExtras } from './extras';
 import { runCase, type RunMeasurement, type RunSettings } from './run-case';
 import { installExitHooks } from './runner-process';
 import { acquireRunLock } from './run-lock';
-import { BENCH_DIR, kqBuild, PYTHON } from './systems';
+import { BENCH_DIR, kqBuild, PYTHON, useCompiledRunners } from './systems';
+import { compileRunners } from './compile-runners';
 import { execFile } from 'node:child_process';
 
 const RESULTS_FILE = 'RESULTS.md';
@@ -57,6 +58,8 @@ async function main(): Promise<number> {
     return 1;
   }
 
+  // Runners run as compiled JavaScript once kq is built (see compile-runners.ts); from kq's sources, under tsx.
+  if (kqBuild().built) useCompiledRunners(await compileRunners());
   const machine = options.write ? await collectMachineInfo({ redis: (await redis?.version()) ?? 'not used', rabbitmq: amqp?.version ?? 'not used', postgres: (await postgres?.version()) ?? 'not used' }) : null;
   const settings: RunSettings = {
     n: options.n,
@@ -111,9 +114,10 @@ async function main(): Promise<number> {
     return failed.length === 0 ? 0 : 1;
   }
 
-  process.stdout.write('\nTargets (issue #8):\n');
+  process.stdout.write('\nTargets (issue #22):\n');
   for (const check of checkTargets(outcomes)) {
     process.stdout.write(`  [${check.met === null ? ' ? ' : check.met ? 'met' : 'NOT'}] ${check.goal}: ${check.measured.replace(/\*\*/g, '')}\n`);
+    if (check.why) process.stdout.write(`        why: ${check.why}\n`);
   }
   if (machine && options.write) {
     machine.loadAfter = loadAverage();
@@ -176,7 +180,12 @@ async function runInterleaved(cases: readonly BenchCase[], options: BenchOptions
     for (const outcome of group) {
       const f = figures(outcome);
       if (!f) continue;
-      const headline = f.kind === 'rate' ? `${formatRate(f.rate.median)} tasks/s` : `p50 ${formatMs(f.p50.median)} ms, p99 ${formatMs(f.p99.median)} ms`;
+      const headline =
+        f.kind === 'rate' || f.kind === 'scale'
+          ? `${formatRate(f.rate.median)} tasks/s`
+          : f.kind === 'latency'
+            ? `p50 ${formatMs(f.p50.median)} ms, p99 ${formatMs(f.p99.median)} ms`
+            : `RSS ${f.idleMiB?.median.toFixed(0) ?? '—'} MiB idle, ${f.peakMiB?.median.toFixed(0) ?? '—'} MiB peak`;
       process.stdout.write(`  median ${describe(outcome.case)}: ${headline}\n`);
     }
   }
@@ -202,11 +211,17 @@ function describe(c: BenchCase): string {
 
 function show(measurement: RunMeasurement): string {
   if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms`;
-  const cpu = [
-    measurement.workerCpuUs === undefined ? '' : `worker ${measurement.workerCpuUs.toFixed(1)} µs/task`,
-    measurement.redisCpuUs === undefined ? '' : `Redis ${measurement.redisCpuUs.toFixed(1)} µs/task`,
-  ].filter(Boolean);
-  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}`;
+  const micros = (value: number | null | undefined, what: string): string => (value === undefined || value === null ? '' : `${what} ${value.toFixed(1)} µs/task`);
+  if (measurement.kind === 'memory') {
+    return `RSS ${measurement.idleMiB?.toFixed(0) ?? '—'} MiB idle, ${measurement.peakMiB?.toFixed(0) ?? '—'} MiB peak; ${micros(measurement.workerCpuUs, 'worker CPU')}`;
+  }
+  const cpu = [micros(measurement.workerCpuUs, 'worker'), micros(measurement.brokerCpuUs, 'broker')].filter(Boolean);
+  if (measurement.kind === 'scale') {
+    const busy = measurement.redisBusy === null ? '' : `, Redis busy ${(measurement.redisBusy * 100).toFixed(0)}%`;
+    return `${formatRate(measurement.perSecond)} tasks/s (CPU: ${cpu.join(', ')}${busy})`;
+  }
+  const rss = measurement.rssIdleMiB === undefined ? '' : `, RSS ${measurement.rssIdleMiB.toFixed(0)} / ${measurement.rssPeakMiB?.toFixed(0) ?? '—'} MiB idle / peak`;
+  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}${rss}`;
 }
 
 /** The command that reproduces this run, as typed at the repository root. */

@@ -18,11 +18,48 @@ export interface CaseOutcome {
  * Null when no run succeeded. (Reports flag cases where some runs failed.)
  */
 export type CaseFigures =
-  | { kind: 'rate'; rate: Summary; workerCpuUs: Summary | null; redisCpuUs: Summary | null; rssIdleMiB: Summary | null; rssPeakMiB: Summary | null }
-  | { kind: 'latency'; p50: Summary; p99: Summary };
+  | {
+      kind: 'rate';
+      rate: Summary;
+      workerCpuUs: Summary | null;
+      brokerCpuUs: Summary | null;
+      rssIdleMiB: Summary | null;
+      rssPeakMiB: Summary | null;
+      bytesPerTask: Summary | null;
+      /** Redis's calls and µs per task by command, medians over the runs. */
+      redisCommands: Record<string, { calls: number; usec: number }> | null;
+    }
+  | { kind: 'latency'; p50: Summary; p99: Summary; redisCommands: Record<string, { calls: number; usec: number }> | null }
+  | { kind: 'scale'; rate: Summary; workerCpuUs: Summary | null; brokerCpuUs: Summary | null; redisBusy: Summary | null }
+  | { kind: 'memory'; idleMiB: Summary | null; peakMiB: Summary | null; workerCpuUs: Summary | null };
+
+/** The median and range of the values runs have (null when none has it). */
+function summarizeSome(values: ReadonlyArray<number | null | undefined>): Summary | null {
+  const present = values.filter((value): value is number => value !== null && value !== undefined);
+  return present.length > 0 ? summarize(present) : null;
+}
 
 export function figures(outcome: CaseOutcome): CaseFigures | null {
   if (outcome.runs.length === 0) return null;
+  const scale = outcome.runs.filter((run) => run.kind === 'scale');
+  if (scale.length > 0) {
+    return {
+      kind: 'scale',
+      rate: summarize(scale.map((run) => run.perSecond)),
+      workerCpuUs: summarizeSome(scale.map((run) => run.workerCpuUs)),
+      brokerCpuUs: summarizeSome(scale.map((run) => run.brokerCpuUs)),
+      redisBusy: summarizeSome(scale.map((run) => run.redisBusy)),
+    };
+  }
+  const memory = outcome.runs.filter((run) => run.kind === 'memory');
+  if (memory.length > 0) {
+    return {
+      kind: 'memory',
+      idleMiB: summarizeSome(memory.map((run) => run.idleMiB)),
+      peakMiB: summarizeSome(memory.map((run) => run.peakMiB)),
+      workerCpuUs: summarizeSome(memory.map((run) => run.workerCpuUs)),
+    };
+  }
   const rates: number[] = [];
   const workerCpu: number[] = [];
   const redisCpu: number[] = [];
@@ -34,32 +71,57 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
     if (run.kind === 'rate') {
       rates.push(run.perSecond);
       if (run.workerCpuUs !== undefined) workerCpu.push(run.workerCpuUs);
-      if (run.redisCpuUs !== undefined) redisCpu.push(run.redisCpuUs);
+      if (run.brokerCpuUs !== undefined) redisCpu.push(run.brokerCpuUs);
       if (run.rssIdleMiB !== undefined) rssIdle.push(run.rssIdleMiB);
       if (run.rssPeakMiB !== undefined) rssPeak.push(run.rssPeakMiB);
-    } else {
+    } else if (run.kind === 'latency') {
       p50s.push(run.p50);
       p99s.push(run.p99);
     }
   }
   if (rates.length > 0) {
+    const rateRuns = outcome.runs.filter((run) => run.kind === 'rate');
     return {
       kind: 'rate',
       rate: summarize(rates),
+      bytesPerTask: summarizeSome(rateRuns.map((run) => run.bytesPerTask)),
+      redisCommands: medianCommands(rateRuns.map((run) => run.redisCommands)),
       workerCpuUs: workerCpu.length > 0 ? summarize(workerCpu) : null,
-      redisCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
+      brokerCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
       rssIdleMiB: rssIdle.length > 0 ? summarize(rssIdle) : null,
       rssPeakMiB: rssPeak.length > 0 ? summarize(rssPeak) : null,
     };
   }
-  return { kind: 'latency', p50: summarize(p50s), p99: summarize(p99s) };
+  const latencyRuns = outcome.runs.filter((run) => run.kind === 'latency');
+  return { kind: 'latency', p50: summarize(p50s), p99: summarize(p99s), redisCommands: medianCommands(latencyRuns.map((run) => run.redisCommands)) };
 }
 
-/** The headline median: tasks/s for rates, p50 ms for latencies. */
+function medianCommands(
+  runs: ReadonlyArray<Record<string, { calls: number; usec: number }> | undefined>,
+): Record<string, { calls: number; usec: number }> | null {
+  const present = runs.filter((run): run is Record<string, { calls: number; usec: number }> => run !== undefined);
+  if (present.length === 0) return null;
+  const out: Record<string, { calls: number; usec: number }> = {};
+  for (const command of new Set(present.flatMap((run) => Object.keys(run)))) {
+    const of = present.map((run) => run[command] ?? { calls: 0, usec: 0 });
+    out[command] = { calls: summarize(of.map((stat) => stat.calls)).median, usec: summarize(of.map((stat) => stat.usec)).median };
+  }
+  return out;
+}
+
+/** The headline median: tasks/s for rates and scale, p50 ms for latencies, idle MiB for memory. */
 export function headline(outcome: CaseOutcome): number | null {
   const f = figures(outcome);
   if (!f) return null;
-  return f.kind === 'rate' ? f.rate.median : f.p50.median;
+  switch (f.kind) {
+    case 'rate':
+    case 'scale':
+      return f.rate.median;
+    case 'latency':
+      return f.p50.median;
+    case 'memory':
+      return f.idleMiB?.median ?? null;
+  }
 }
 
 /**

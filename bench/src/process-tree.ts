@@ -87,3 +87,22 @@ export function sampleRssPeak(root: number | undefined, everyMs = 50): { stop():
     },
   };
 }
+
+/** Processes whose command name (`/proc/<pid>/comm`) is `name`, e.g. RabbitMQ's `beam.smp`. Empty without /proc. */
+export function findProcesses(name: string): number[] {
+  const found: number[] = [];
+  try {
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name) found.push(pid);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  return found;
+}

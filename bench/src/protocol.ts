@@ -14,8 +14,10 @@ export type BrokerKind = 'redis' | 'amqp' | 'postgres';
  * - `drain`: start one worker on the filled queue and time it from start to the last ack.
  * - `serve`: run a worker until killed (the other end of a round trip).
  * - `roundtrip`: `n` sequential tasks, each published and its result awaited; every latency is reported.
+ * - `load`: publish `ratePerSecond` tasks a second to `loadQueue` in small bulk batches until stopped (the background
+ *   traffic of a round trip under load).
  */
-export type Role = 'enqueue' | 'fill' | 'drain' | 'serve' | 'roundtrip';
+export type Role = 'enqueue' | 'fill' | 'drain' | 'serve' | 'roundtrip' | 'load';
 
 export type EnqueueMode = 'awaited' | 'bulk';
 
@@ -38,12 +40,23 @@ export interface RunnerSpec {
   variant: string | null;
   /** The runner gives up (and exits non-zero) after this long. */
   timeoutMs: number;
+  /**
+   * `drain`: one of several worker processes on the queue (the scale workload). It cannot tell when the queue is
+   * done, so it runs until the orchestrator writes `STOP` and reports which indexes it completed (`seen`).
+   */
+  shared?: boolean;
+  /** `serve`: also consume this queue (kept busy by a `load` runner); `load`: publish to it. */
+  loadQueue?: string;
+  /** `load`: tasks published per second. */
+  ratePerSecond?: number;
 }
 
 export interface EnqueueResult {
   kind: 'enqueue';
   elapsedMs: number;
   published: number;
+  /** CPU (user + system) the producer process used while publishing, µs. */
+  cpuUs?: number;
 }
 
 export interface DrainResult {
@@ -55,6 +68,8 @@ export interface DrainResult {
   distinct: number;
   /** CPU (user + system) the worker process used while draining, µs — every thread of it. */
   cpuUs?: number;
+  /** A shared drain: the indexes this process completed, a bitmap of n bits (bit i = index i), base64. */
+  seen?: string;
 }
 
 export interface RoundTripResult {
@@ -72,6 +87,8 @@ export const READY_LINE = 'KQBENCH_READY';
  * so their start-up (Node, tsx, imports) overlaps the fill or the worker's start instead of adding to every case.
  */
 export const GO_LINE = 'GO';
+/** Written to a shared drain runner's stdin once the broker holds nothing queued or unacked: stop and report. */
+export const STOP_LINE = 'STOP';
 export const RESULT_PREFIX = 'KQBENCH_RESULT ';
 /** Python workers report when they began starting (epoch ms), the drain's clock start. */
 export const STARTING_PREFIX = 'KQBENCH_STARTING ';

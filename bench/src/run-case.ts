@@ -2,7 +2,7 @@
 // completeness checks (nothing lost, nothing left unacked) — all read back from the broker.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpAdmin, Leftover, PostgresAdmin, RedisAdmin } from './broker-admin';
-import { queueName, type BenchCase } from './cases';
+import { LOAD_RATE, queueName, type BenchCase } from './cases';
 import { READY_LINE, STARTING_PREFIX, celeryNodeTaskId, type DrainResult, type Role, type RunnerResult, type RunnerSpec } from './protocol';
 import { RunnerProcess } from './runner-process';
 import { processTreeCpuUs, processTreeRssBytes, sampleRssPeak } from './process-tree';
@@ -28,15 +28,45 @@ export type RunMeasurement =
   | {
       kind: 'rate';
       perSecond: number;
-      /** W2: CPU of the worker process(es) per task, µs. */
+      /** W2: CPU of the worker process(es) per task, µs; W1: of the producer. */
       workerCpuUs?: number;
-      /** W2 on Redis: Redis's command CPU per task, µs (`INFO commandstats`). */
-      redisCpuUs?: number;
+      /**
+       * W1, W2: the broker's CPU per task, µs — Redis: its command time (`INFO commandstats`); RabbitMQ: its Erlang
+       * VM's CPU from /proc, when it runs on this machine.
+       */
+      brokerCpuUs?: number;
       /** W2: resident memory of the worker process(es) waiting for work, and the most seen during the drain, MiB. */
       rssIdleMiB?: number;
       rssPeakMiB?: number;
+      /** W1 on Redis: bytes the broker holds per queued task (what one task costs to write, store and read). */
+      bytesPerTask?: number;
+      /** W1, W2 on Redis: Redis's calls and µs per task, command by command. */
+      redisCommands?: Record<string, { calls: number; usec: number }>;
     }
-  | { kind: 'latency'; p50: number; p99: number };
+  | {
+      kind: 'latency';
+      p50: number;
+      p99: number;
+      /** On Redis: Redis's calls and µs per round trip, command by command (the serving worker's idle polls included). */
+      redisCommands?: Record<string, { calls: number; usec: number }>;
+    }
+  | {
+      /** W4: tasks/s of all processes together, their CPU and Redis's per task, and how busy Redis was. */
+      kind: 'scale';
+      perSecond: number;
+      workerCpuUs: number | null;
+      brokerCpuUs: number | null;
+      /** Redis's command time over the drain's wall time (1 = one core busy all the time: Redis is the limit). */
+      redisBusy: number | null;
+    }
+  | {
+      /** W5: RSS of a started worker waiting on an empty queue, and the most seen while it drained N tasks, MiB. */
+      kind: 'memory';
+      idleMiB: number | null;
+      peakMiB: number | null;
+      /** Worker CPU per task over the drain (from /proc, for every system alike), µs. */
+      workerCpuUs: number | null;
+    };
 
 /** A failed completeness check or a runner that misbehaved: the message says what and where. */
 export class RunFailure extends Error {
@@ -44,13 +74,15 @@ export class RunFailure extends Error {
 }
 
 const POLL_MS = 5;
+/** W6: how long the background load runs before the round trips start. */
+const LOAD_WARMUP_MS = 1000;
 /** Runners give up at the step timeout and say how far they got; the orchestrator waits this much longer to hear it. */
 const RESULT_GRACE_MS = 5000;
 
 export async function runCase(c: BenchCase, settings: RunSettings): Promise<RunMeasurement> {
   const runners: RunnerProcess[] = [];
   const start = (role: Role, n: number): RunnerProcess => {
-    const runner = RunnerProcess.start(runnerCommand(c.system, specFor(c, role, n, settings), `${c.label} [${role}, ${c.broker}]`));
+    const runner = RunnerProcess.start(runnerCommand(c.system, specFor(c, role, n, settings), `${c.label} [${role}${runners.length > 0 ? ` #${runners.length + 1}` : ''}, ${c.broker}]`));
     runners.push(runner);
     return runner;
   };
@@ -58,6 +90,8 @@ export async function runCase(c: BenchCase, settings: RunSettings): Promise<RunM
     await reset(c, settings);
     if (c.workload === 'W1') return await enqueue(c, settings, start);
     if (c.workload === 'W2') return await drain(c, settings, start);
+    if (c.workload === 'W4') return await scale(c, settings, start);
+    if (c.workload === 'W5') return await memory(c, settings, start);
     return await roundTrip(c, settings, start);
   } finally {
     await Promise.all(runners.map((runner) => runner.stop()));
@@ -71,9 +105,28 @@ export async function runCase(c: BenchCase, settings: RunSettings): Promise<RunM
 type Start = (role: Role, n: number) => RunnerProcess;
 
 async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const redis = c.broker === 'redis' ? settings.redis : null;
+  await redis?.resetStats();
+  const rabbit = c.broker === 'amqp' ? settings.amqp : null;
+  const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
   const result = expect(await start('enqueue', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+  const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
+  const commands = redis ? perTask(await redis.commandStats(), settings.n) : null;
+  const brokerUs = redis
+    ? Object.values(commands ?? {}).reduce((sum, stat) => sum + stat.usec, 0)
+    : rabbitAtStart !== null && rabbitAtEnd !== null
+      ? (rabbitAtEnd - rabbitAtStart) / settings.n
+      : null;
   await waitForQueued(c, settings, settings.n, 'after publishing');
-  return { kind: 'rate', perSecond: settings.n / (result.elapsedMs / 1000) };
+  const bytes = redis ? await redis.bytesPerTask(c.system, queueName(c)) : null;
+  return {
+    kind: 'rate',
+    perSecond: settings.n / (result.elapsedMs / 1000),
+    ...(result.cpuUs === undefined ? {} : { workerCpuUs: result.cpuUs / settings.n }),
+    ...(brokerUs === null ? {} : { brokerCpuUs: brokerUs }),
+    ...(bytes === null ? {} : { bytesPerTask: bytes }),
+    ...(commands === null ? {} : { redisCommands: commands }),
+  };
 }
 
 async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
@@ -87,6 +140,8 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
 
   const redis = c.broker === 'redis' ? settings.redis : null;
   await redis?.resetStats();
+  const rabbit = c.broker === 'amqp' ? settings.amqp : null;
+  const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
   let result: DrainResult;
   let memory: { idle: number | null; peak: number | null };
   if (early) {
@@ -102,7 +157,9 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     memory = watched.memory;
     await worker.stop();
   }
-  const redisUsec = redis ? await redis.commandUsec() : null;
+  const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
+  const redisUsec = redis ? await redis.commandUsec() : rabbitAtStart !== null && rabbitAtEnd !== null ? rabbitAtEnd - rabbitAtStart : null;
+  const commands = redis ? perTask(await redis.commandStats(), settings.n) : null;
 
   if (result.distinct !== settings.n) {
     throw new RunFailure(`${c.label}: ${settings.n - result.distinct} of ${settings.n} tasks never completed (lost).`);
@@ -118,10 +175,19 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     kind: 'rate',
     perSecond: settings.n / (result.elapsedMs / 1000),
     ...(result.cpuUs === undefined ? {} : { workerCpuUs: result.cpuUs / settings.n }),
-    ...(redisUsec === null ? {} : { redisCpuUs: redisUsec / settings.n }),
+    ...(redisUsec === null ? {} : { brokerCpuUs: redisUsec / settings.n }),
     ...(memory.idle === null ? {} : { rssIdleMiB: memory.idle / MIB }),
     ...(memory.peak === null ? {} : { rssPeakMiB: memory.peak / MIB }),
+    ...(commands === null ? {} : { redisCommands: commands }),
   };
+}
+
+/** Command statistics divided by the tasks, leaving out the orchestrator's own polling (LLEN, HLEN, INFO, ...). */
+function perTask(stats: Record<string, { calls: number; usec: number }>, n: number): Record<string, { calls: number; usec: number }> {
+  const ADMIN = new Set(['llen', 'hlen', 'info', 'config|resetstat', 'zcard', 'scard', 'ping', 'select', 'client|setname', 'client|setinfo']);
+  const out: Record<string, { calls: number; usec: number }> = {};
+  for (const [command, { calls, usec }] of Object.entries(stats)) if (!ADMIN.has(command)) out[command] = { calls: calls / n, usec: usec / n };
+  return out;
 }
 
 const MIB = 1024 * 1024;
@@ -168,17 +234,128 @@ async function drainWatchedAtBroker(
   }
 }
 
+/**
+ * W4: `c.processes` worker processes drain one queue together. None of them can tell when the queue is done, so the
+ * orchestrator times it: from GO to the broker holding nothing queued or unacked (polled every 5 ms, confirmed by a
+ * second look); then each process is told to stop and reports the indexes it completed, merged to check that every
+ * task ran exactly once. Redis's command time over the wall time says how close Redis came to being the limit.
+ */
+async function scale(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const filler = start('fill', settings.n);
+  const workers = Array.from({ length: c.processes }, () => start('drain', settings.n));
+  const fill = expect(await filler.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+  if (fill.published !== settings.n) throw new RunFailure(`${c.label}: the fill published ${fill.published} of ${settings.n} tasks.`);
+  await waitForQueued(c, settings, settings.n, 'before the workers started');
+  await settings.redis?.resetStats();
+  const startedAt = Date.now();
+  for (const worker of workers) worker.go();
+  const endedAt = await waitForEmpty(c, settings, 'the drain');
+  const redisUsec = settings.redis ? await settings.redis.commandUsec() : null;
+  for (const worker of workers) worker.stopDrain();
+  const results = await Promise.all(workers.map(async (worker) => expect(await worker.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'drain', c)));
+  const { distinct, processed } = mergeShared(results, settings.n);
+  if (distinct !== settings.n) throw new RunFailure(`${c.label}: ${settings.n - distinct} of ${settings.n} tasks never completed (lost).`);
+  if (processed !== settings.n) throw new RunFailure(`${c.label}: ${processed - settings.n} task runs were duplicates.`);
+  const left = await leftover(c, settings);
+  if (left.failed !== 0) throw new RunFailure(`${c.label}: after the drain the broker still holds ${describeLeftover(left)}.`);
+  const elapsedMs = Math.max(1, endedAt - startedAt);
+  const cpu = results.every((result) => result.cpuUs !== undefined) ? results.reduce((sum, result) => sum + (result.cpuUs ?? 0), 0) : null;
+  return {
+    kind: 'scale',
+    perSecond: settings.n / (elapsedMs / 1000),
+    workerCpuUs: cpu === null ? null : cpu / settings.n,
+    brokerCpuUs: redisUsec === null ? null : redisUsec / settings.n,
+    redisBusy: redisUsec === null ? null : redisUsec / (elapsedMs * 1000),
+  };
+}
+
+/** Distinct indexes completed by all the processes of a shared drain (their bitmaps OR-ed), and runs in total. */
+export function mergeShared(results: readonly DrainResult[], n: number): { distinct: number; processed: number } {
+  const all = new Uint8Array(Math.ceil(n / 8));
+  let processed = 0;
+  for (const result of results) {
+    processed += result.processed;
+    const bits = Buffer.from(result.seen ?? '', 'base64');
+    for (let byte = 0; byte < all.length; byte++) all[byte] = (all[byte] ?? 0) | (bits[byte] ?? 0);
+  }
+  let distinct = 0;
+  for (let index = 0; index < n; index++) if (((all[index >> 3] ?? 0) >> (index & 7)) & 1) distinct++;
+  return { distinct, processed };
+}
+
+/** How long a started worker waits on its empty queue before its idle memory is read: start-up garbage settles. */
+const IDLE_SETTLE_MS = 1000;
+
+/**
+ * W5: a worker started the way W3 starts one (Python prefork with its pool children up), left waiting on an empty
+ * queue, its RSS read once it settled (idle); then a producer publishes N tasks and the worker drains them while its
+ * RSS is sampled every 50 ms (peak). Every system is read from /proc the same way, children included.
+ */
+async function memory(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
+  const worker = start('serve', settings.n);
+  await worker.waitForLine((line) => line.split(' ')[0] === READY_LINE, settings.stepTimeoutMs, 'the worker becoming ready');
+  await sleep(IDLE_SETTLE_MS);
+  const idle = processTreeRssBytes(worker.pid);
+  const cpuAtStart = processTreeCpuUs(worker.pid);
+  const peak = sampleRssPeak(worker.pid);
+  try {
+    const fill = expect(await start('fill', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+    if (fill.published !== settings.n) throw new RunFailure(`${c.label}: the producer published ${fill.published} of ${settings.n} tasks.`);
+    await waitForEmpty(c, settings, 'the drain');
+  } finally {
+    peak.stop();
+  }
+  const cpuAtEnd = processTreeCpuUs(worker.pid);
+  const left = await leftover(c, settings);
+  if (left.failed !== 0) throw new RunFailure(`${c.label}: after the drain the broker still holds ${describeLeftover(left)}.`);
+  const peakBytes = peak.stop();
+  return {
+    kind: 'memory',
+    idleMiB: idle === null ? null : idle / MIB,
+    peakMiB: peakBytes === null ? null : peakBytes / MIB,
+    workerCpuUs: cpuAtStart !== null && cpuAtEnd !== null ? (cpuAtEnd - cpuAtStart) / settings.n : null,
+  };
+}
+
+/**
+ * When the broker holds nothing queued or unacked, seen twice in a row 5 ms apart (a message is briefly in neither
+ * place between its pop and its unacked record): the epoch ms of the first look.
+ */
+async function waitForEmpty(c: BenchCase, settings: RunSettings, what: string): Promise<number> {
+  const deadline = Date.now() + settings.stepTimeoutMs;
+  let emptySince: number | null = null;
+  for (;;) {
+    const left = await leftover(c, settings);
+    if (left.queued === 0 && left.unacked === 0) {
+      if (emptySince !== null) return emptySince;
+      emptySince = Date.now();
+    } else {
+      emptySince = null;
+    }
+    if (Date.now() > deadline) throw new RunFailure(`${c.label}: ${what} did not finish within ${settings.stepTimeoutMs / 1000} s; the broker still holds ${describeLeftover(left)}.`);
+    await sleep(POLL_MS);
+  }
+}
+
 async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
   const worker = start('serve', settings.roundTrips);
   const producer = start('roundtrip', settings.roundTrips);
   await worker.waitForLine((line) => line.split(' ')[0] === READY_LINE, settings.stepTimeoutMs, 'the worker becoming ready');
+  if (c.workload === 'W6') {
+    // The background producer starts with the worker up and gets a second to reach its rate before the clock runs.
+    start('load', settings.roundTrips);
+    await sleep(LOAD_WARMUP_MS);
+  }
+  const redis = c.broker === 'redis' && c.workload === 'W3' ? settings.redis : null;
+  await redis?.resetStats();
   producer.go();
   const result = expect(await producer.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'roundtrip', c);
   if (result.latenciesMs.length !== settings.roundTrips) {
     throw new RunFailure(`${c.label}: ${result.latenciesMs.length} of ${settings.roundTrips} round trips completed.`);
   }
   if (result.wrong !== 0) throw new RunFailure(`${c.label}: ${result.wrong} round trips returned the wrong result.`);
-  return { kind: 'latency', p50: percentile(result.latenciesMs, 50), p99: percentile(result.latenciesMs, 99) };
+  const commands = redis ? perTask(await redis.commandStats(), settings.roundTrips) : null;
+  return { kind: 'latency', p50: percentile(result.latenciesMs, 50), p99: percentile(result.latenciesMs, 99), ...(commands === null ? {} : { redisCommands: commands }) };
 }
 
 function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): RunnerSpec {
@@ -195,6 +372,8 @@ function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): Ru
     batch: settings.batch,
     variant: c.variant,
     timeoutMs: settings.stepTimeoutMs,
+    ...(c.workload === 'W4' && role === 'drain' ? { shared: true } : {}),
+    ...(c.workload === 'W6' ? { loadQueue: `${queueName(c)}.load`, ratePerSecond: LOAD_RATE } : {}),
   };
 }
 
@@ -204,6 +383,8 @@ function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): Ru
  * except celery.node's worker, which cannot run without a backend: it gets Redis, its cheaper one.
  */
 function backendFor(c: BenchCase, role: Role, settings: RunSettings): string | null {
+  // W5's worker drains like W2's (no results); W6's load is fire-and-forget.
+  if (c.workload === 'W5' || role === 'load') return null;
   if (role === 'serve' || role === 'roundtrip') {
     if (c.broker === 'redis' || c.broker === 'postgres') return settings.urls[c.broker];
     return c.system === 'kq' ? 'rpc://' : settings.urls.amqp;

@@ -1,7 +1,7 @@
 // One runner child process: started in its own process group, read line by line, waited for with a timeout, and
 // always killed — on success, on failure, and when the orchestrator itself exits or is interrupted.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { GO_LINE, RESULT_PREFIX, type RunnerResult } from './protocol';
+import { GO_LINE, RESULT_PREFIX, STOP_LINE, type RunnerResult } from './protocol';
 
 export interface RunnerCommand {
   /** Says which runner this is in messages: "kq drain (redis)". */
@@ -109,6 +109,11 @@ export class RunnerProcess {
   /** Tells a runner waiting in `awaitGo()` to begin (it loaded and connected nothing timed before this). */
   go(): void {
     this.#child.stdin?.write(`${GO_LINE}\n`);
+  }
+
+  /** Tells a shared drain runner to stop and report (the broker holds nothing more). */
+  stopDrain(): void {
+    this.#child.stdin?.write(`${STOP_LINE}\n`);
   }
 
   /** The runner's result: its `KQBENCH_RESULT` line, then a clean exit. */

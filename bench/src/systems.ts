@@ -1,5 +1,6 @@
 // The systems measured, and how each one's runner process is started.
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPEC_ENV, type RunnerSpec } from './protocol';
@@ -56,19 +57,32 @@ export function kqBuild(): { built: boolean; tsconfig: string } {
 }
 export const PYTHON = process.env['KQ_PYTHON'] ?? '/usr/bin/python3';
 
+let compiledRunnersDir: string | null = null;
+
+/**
+ * Node runners start from `dir` (bundled by compile-runners.ts: plain `node <system>.mjs`) instead of under tsx.
+ * Only with kq built: from the TypeScript sources, kq itself needs tsx.
+ */
+export function useCompiledRunners(dir: string | null): void {
+  compiledRunnersDir = dir;
+}
+
 /** tsx's loader, so runners start as `node --import tsx <runner>.ts` (no extra wrapper process to kill). */
 export function tsxLoader(): string {
   return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 }
 
 /**
- * How to start `system` for `spec`: Node runners are `runners/<system>.ts` under tsx, with @kq/* loaded as
- * {@link kqBuild} says (the built packages after `pnpm build`); Python Celery is Debian's celery
+ * How to start `system` for `spec`: Node runners are `runners/<system>.ts`, compiled to plain JavaScript when kq is
+ * built ({@link useCompiledRunners}), else run under tsx with @kq/* from the TypeScript sources; Python Celery is Debian's celery
  * with the fixture app in python/, its workers started the way users start them (`python3 -m celery worker`).
  */
 export function runnerCommand(system: SystemId, spec: RunnerSpec, label: string): RunnerCommand {
   const env: NodeJS.ProcessEnv = { ...process.env, [SPEC_ENV]: JSON.stringify(spec), NO_COLOR: '1' };
   if (system !== 'python-celery') {
+    if (compiledRunnersDir !== null) {
+      return { label, command: process.execPath, args: [...runnerNodeFlags(), join(compiledRunnersDir, `${system}.mjs`)], cwd: BENCH_DIR, env };
+    }
     return {
       label,
       command: process.execPath,

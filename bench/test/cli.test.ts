@@ -9,6 +9,11 @@ describe('parseOptions', () => {
     expect(options.postgresUrl).toMatch(/\/kqbench$/);
   });
 
+  it('runs every workload by default, the new ones (scale, memory, under load) included', () => {
+    expect(parseOptions([]).workloads).toEqual(['W1', 'W2', 'W3', 'W4', 'W5', 'W6']);
+    expect(parseOptions(['--workloads', 'w4,W6']).workloads).toEqual(['W4', 'W6']);
+  });
+
   it('--smoke runs everything once with N = 200 and writes nothing', () => {
     expect(parseOptions(['--smoke'])).toMatchObject({ smoke: true, n: 200, roundTrips: 200, runs: 1, write: false });
   });
@@ -26,7 +31,7 @@ describe('parseOptions', () => {
     expect(() => parseOptions(['--only', 'kafka'])).toThrow(/--only takes redis, amqp or postgres/);
     expect(() => parseOptions(['--systems', 'sidekiq'])).toThrow(/Unknown system "sidekiq"/);
     expect(() => parseOptions(['--n', '0'])).toThrow(/--n takes a whole number/);
-    expect(() => parseOptions(['--workloads', 'W4'])).toThrow(/Unknown workload "W4"/);
+    expect(() => parseOptions(['--workloads', 'W7'])).toThrow(/Unknown workload "W7"/);
     expect(() => parseOptions(['--frobnicate'])).toThrow();
   });
 });

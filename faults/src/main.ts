@@ -1,7 +1,7 @@
 /**
  * `pnpm faults` runs every scenario on private Redis and RabbitMQ nodes and writes faults/RESULTS.md;
  * `pnpm faults:smoke` runs the short CI subset and exits non-zero on any failure.
- * Options: `--smoke`, `--broker redis|amqp|postgres|sentinel|rabbit-cluster`, `--scenario <name>[,<name>]`.
+ * Options: `--smoke`, `--broker redis|amqp|postgres|sentinel|rabbit-cluster|redis-cluster` (comma-separated), `--scenario <name>[,<name>]`.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,23 +10,36 @@ import type { BrokerNode } from './brokers/broker-node';
 import { PostgresNode } from './brokers/postgres-node';
 import { RabbitCluster } from './brokers/rabbit-cluster';
 import { RabbitNode } from './brokers/rabbit-node';
+import { RedisClusterNode } from './brokers/redis-cluster';
 import { RedisNode } from './brokers/redis-node';
 import { SentinelNode } from './brokers/sentinel-node';
 import { resultTable, resultsDocument } from './report';
 import { runScenario, type ScenarioResult } from './runner';
-import { SCENARIOS } from './scenario';
+import { SCENARIOS, type Scenario } from './scenario';
 
-const { values } = parseArgs({ options: { smoke: { type: 'boolean' }, broker: { type: 'string' }, scenario: { type: 'string' } } });
+const CLUSTER_SMOKE: readonly string[] = ['sigkill', 'connection-kill'];
+
+// pnpm 10 passes the `--` of `pnpm --filter @kq/faults start -- --broker redis` through to the script.
+const args = process.argv.slice(2).filter((arg, index) => !(index === 0 && arg === '--'));
+const { values } = parseArgs({ args, options: { smoke: { type: 'boolean' }, broker: { type: 'string' }, scenario: { type: 'string' } } });
 const smoke = values.smoke ?? false;
 const wanted = values.scenario?.split(',');
 const scenarios = SCENARIOS.filter((s) => (wanted ? wanted.includes(s.name) : !smoke || s.smoke));
+const BROKER_KINDS = ['redis', 'amqp', 'postgres', 'sentinel', 'rabbit-cluster', 'redis-cluster'] as const;
+const chosen = new Set(values.broker?.split(',') ?? BROKER_KINDS);
+const unknown = [...chosen].filter((kind) => !(BROKER_KINDS as readonly string[]).includes(kind));
+if (unknown.length > 0) {
+  console.error(`unknown --broker ${unknown.join(', ')}: choose from ${BROKER_KINDS.join(', ')} (comma-separated)`);
+  process.exit(2);
+}
 const brokers: Array<() => BrokerNode> = [];
-if (!values.broker || values.broker === 'redis') brokers.push(() => new RedisNode(16_390 + Math.floor(Math.random() * 200)));
-if (!values.broker || values.broker === 'amqp') brokers.push(() => new RabbitNode(15_810 + Math.floor(Math.random() * 80)));
-if (!values.broker || values.broker === 'postgres') brokers.push(() => new PostgresNode(15_440 + Math.floor(Math.random() * 80)));
-if (!values.broker || values.broker === 'sentinel') brokers.push(() => new SentinelNode(16_600 + 5 * Math.floor(Math.random() * 40)));
-// Not in the smoke run: three RabbitMQ nodes take a minute to start and cluster.
-if ((!values.broker && !smoke) || values.broker === 'rabbit-cluster') brokers.push(() => new RabbitCluster(15_900 + 3 * Math.floor(Math.random() * 30)));
+if (chosen.has('redis')) brokers.push(() => new RedisNode(16_390 + Math.floor(Math.random() * 200)));
+if (chosen.has('amqp')) brokers.push(() => new RabbitNode(15_810 + Math.floor(Math.random() * 80)));
+if (chosen.has('postgres')) brokers.push(() => new PostgresNode(15_440 + Math.floor(Math.random() * 80)));
+if (chosen.has('sentinel')) brokers.push(() => new SentinelNode(16_600 + 5 * Math.floor(Math.random() * 40)));
+// Three RabbitMQ nodes start in parallel and join in ~10 s, so the cluster is in the smoke run too.
+if (chosen.has('rabbit-cluster')) brokers.push(() => new RabbitCluster(15_900 + 3 * Math.floor(Math.random() * 30)));
+if (chosen.has('redis-cluster')) brokers.push(() => new RedisClusterNode());
 
 const results: ScenarioResult[] = [];
 let current: BrokerNode | undefined;
@@ -40,10 +53,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 try {
   for (const make of brokers) {
     current = make();
-    console.log(`starting a private ${current.kind} node at ${current.url.replace(/\/\/[^@]*@/, '//')}`);
+    console.log(`starting a private ${current.kind} node at ${current.url.replace(/\/\/[^@/;]*@/g, '//')}`);
     await current.start();
     const kind = current.kind;
-    for (const scenario of scenarios.filter((s) => (s.brokers ? s.brokers.includes(kind) : kind !== 'sentinel' && kind !== 'rabbit-cluster'))) {
+    const runsOn = (s: Scenario): boolean => (s.brokers ? s.brokers.includes(kind) : kind !== 'sentinel' && kind !== 'rabbit-cluster');
+    // The Redis Cluster's smoke is its two cheapest faults, to keep CI short; `--broker redis-cluster` runs them all.
+    const inSmoke = (s: Scenario): boolean => kind !== 'redis-cluster' || !smoke || wanted !== undefined || CLUSTER_SMOKE.includes(s.name);
+    for (const scenario of scenarios.filter((s) => runsOn(s) && inSmoke(s))) {
       const started = Date.now();
       const result = await runScenario(scenario, current, smoke).catch(
         (error: unknown): ScenarioResult => ({

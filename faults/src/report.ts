@@ -7,7 +7,7 @@ export function resultTable(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) =>
     [
       r.scenario,
-      ({ redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL', sentinel: 'Redis Sentinel', 'rabbit-cluster': 'RabbitMQ cluster (3 nodes, quorum queue)' } as Record<string, string>)[r.broker] ?? r.broker,
+      ({ redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL', sentinel: 'Redis Sentinel', 'rabbit-cluster': 'RabbitMQ cluster (3 nodes, quorum queue)', 'redis-cluster': 'Redis Cluster (3 masters)' } as Record<string, string>)[r.broker] ?? r.broker,
       r.sent,
       r.lost,
       r.duplicates,

@@ -87,13 +87,13 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'node-kill',
     description:
-      'RabbitMQ cluster of three with a quorum queue: the node the clients use first is killed (SIGKILL) mid-drain; they fail over to the others',
+      'RabbitMQ cluster of three with a quorum queue: the node RabbitMQ names as the queue\'s leader (also the clients\' first) is killed (SIGKILL) mid-drain; a new leader is elected and the clients fail over',
     tasks: 600,
     smokeTasks: 300,
     taskMs: 40,
     faultAfter: 50,
     lastingFault: true,
-    smoke: false,
+    smoke: true,
     brokers: ['rabbit-cluster'],
     async inject(context) {
       context.mark();

@@ -24,3 +24,10 @@ export { startPeerConsumer, type PeerConsumer } from './peer';
 export { bodyText, duplicatesOf, messageIds, seededRandom, shuffled, testMessage, type TestMessageExtras } from './test-messages';
 export { QueueModel, type AllowedNext, type SettleAction } from './model/queue-model';
 export * from './groups/index';
+export {
+  REDIS_CLUSTER_PORTS,
+  RedisClusterProcesses,
+  startRedisCluster,
+  startRedisClusterOrSkip,
+  type RedisClusterOptions,
+} from './redis-cluster';

@@ -1,5 +1,5 @@
 // bench/RESULTS.md: the tables per workload with kq's ratio to every other row, the targets, the machine.
-import { WORKLOAD_TITLES, type BenchCase, type Workload } from '../cases';
+import { LOAD_RATE, WORKLOAD_TITLES, WORKLOADS, type BenchCase, type Workload } from '../cases';
 import type { ExtraResult } from '../extras';
 import type { MachineInfo } from '../machine-info';
 import { failureNote, figures, headline, speedup, type CaseFigures, type CaseOutcome } from '../outcome';
@@ -44,21 +44,29 @@ export function renderMarkdown(input: ReportInput): string {
   );
   out.push(`![Chart of the medians](${input.chartFile})`, '');
 
-  out.push('## Targets (issue #8)', '', '| goal | measured | met |', '|---|---|---|');
-  for (const check of checkTargets(outcomes)) {
+  const checks = checkTargets(outcomes);
+  out.push('## Targets (issue #22)', '', '| goal | measured | met |', '|---|---|---|');
+  for (const check of checks) {
     out.push(`| ${check.goal} | ${check.measured} | ${check.met === null ? '—' : check.met ? 'yes' : '**no**'} |`);
   }
   out.push('');
+  // Every unmet goal with the physical cost in its way, from this run's own measurements.
+  const unmet = checks.filter((check) => check.met === false && check.why);
+  if (unmet.length > 0) {
+    out.push('What stands in the way of the goals not met, measured in this run (Redis: `INFO commandstats` per task, as µs per task × calls per task, 1/34 being one call for 34 tasks):', '');
+    for (const check of unmet) out.push(`- **${check.goal}**: ${check.why}.`);
+    out.push('');
+  }
 
   for (const broker of ['redis', 'amqp', 'postgres'] as const) {
     const mine = outcomes.filter((o) => o.case.broker === broker);
     if (mine.length === 0) continue;
     out.push(`## ${BROKER_TITLES[broker]}`, '');
-    for (const workload of ['W1', 'W2', 'W3'] as const) {
+    for (const workload of WORKLOADS) {
       const rows = mine.filter((o) => o.case.workload === workload);
       if (rows.length === 0) continue;
       out.push(`### ${WORKLOAD_TITLES[workload]} — ${workloadDescription(workload, input)}`, '');
-      out.push(...(workload === 'W3' ? latencyTable(rows) : rateTable(rows, workload)), '');
+      out.push(...tableFor(workload, rows), '');
     }
   }
 
@@ -106,7 +114,84 @@ function workloadDescription(workload: Workload, input: ReportInput): string {
       return `${n} tasks already queued; one worker process runs and acks them all, timed from worker start to the last ack (tasks/s)`;
     case 'W3':
       return `${input.roundTrips.toLocaleString('en-US')} sequential tasks, each published and its result awaited (ms)`;
+    case 'W4':
+      return `${n} tasks already queued; 1, 2 and 4 worker processes drain them together, timed from GO to an empty broker (tasks/s in all)`;
+    case 'W5':
+      return `a started worker waiting on an empty queue (idle), then draining ${n} tasks a producer publishes meanwhile (peak); resident memory of the worker and its children (MiB)`;
+    case 'W6':
+      return (
+        `W3's ${input.roundTrips.toLocaleString('en-US')} round trips while the same worker process also drains a second queue ` +
+        `that another producer feeds at ${LOAD_RATE.toLocaleString('en-US')} tasks/s (ms)`
+      );
   }
+}
+
+function tableFor(workload: Workload, rows: readonly CaseOutcome[]): string[] {
+  switch (workload) {
+    case 'W3':
+    case 'W6':
+      return latencyTable(rows);
+    case 'W4':
+      return scaleTable(rows);
+    case 'W5':
+      return memoryTable(rows);
+    default:
+      return rateTable(rows, workload);
+  }
+}
+
+/**
+ * W4: each system's aggregate rate at 1, 2, 4 processes, its speed-up over one process, and Redis's share of the
+ * wall time: near 100 % (one core) Redis itself is the limit, not the workers. The ceiling is the rate at which
+ * Redis would be that busy — what more worker processes on more cores could reach at most.
+ */
+function scaleTable(rows: readonly CaseOutcome[]): string[] {
+  const lines = [
+    '| system | tasks/s (median) | min | max | × one process | worker CPU µs/task | Redis CPU µs/task | Redis busy | Redis ceiling tasks/s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const outcome of rows) {
+    const f = figures(outcome);
+    if (!f || f.kind !== 'scale') {
+      lines.push(`| ${outcome.case.label} | failed | | | | | | | |`);
+      continue;
+    }
+    // Where Redis alone would be busy all the time (one core): 1 s over its command time per task.
+    const ceiling = f.brokerCpuUs === null || f.brokerCpuUs.median <= 0 ? '—' : formatRate(1e6 / f.brokerCpuUs.median);
+    const single = rows.find((o) => o.case.system === outcome.case.system && o.case.processes === 1);
+    const base = single ? headline(single) : null;
+    const gain = outcome.case.processes === 1 || base === null ? '—' : `${(f.rate.median / base).toFixed(2)}×`;
+    const busy = f.redisBusy === null ? '—' : `${(f.redisBusy.median * 100).toFixed(0)} %`;
+    lines.push(
+      `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${gain} | ` +
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} | ${busy} | ${ceiling} |`,
+    );
+  }
+  return lines;
+}
+
+/** W5: idle and peak RSS per system, and kq's idle memory as a share of each row's. */
+function memoryTable(rows: readonly CaseOutcome[]): string[] {
+  const lines = ['| system | RSS idle MiB (median) | idle min–max | RSS peak MiB (median) | peak min–max | worker CPU µs/task |', '|---|---:|---:|---:|---:|---:|'];
+  const mib = (summary: Summary | null): [string, string] =>
+    summary === null ? ['—', '—'] : [summary.median.toFixed(0), `${summary.min.toFixed(0)}–${summary.max.toFixed(0)}`];
+  for (const outcome of rows) {
+    const f = figures(outcome);
+    if (!f || f.kind !== 'memory') {
+      lines.push(`| ${outcome.case.label} | failed | | | | |`);
+      continue;
+    }
+    const [idle, idleRange] = mib(f.idleMiB);
+    const [peak, peakRange] = mib(f.peakMiB);
+    lines.push(`| ${name(outcome)} | ${idle} | ${idleRange} | ${peak} | ${peakRange} | ${formatMicros(f.workerCpuUs)} |`);
+  }
+  return lines;
+}
+
+/** Whose CPU the broker column shows: Redis's command time, RabbitMQ's Erlang VM. */
+function brokerName(rows: readonly CaseOutcome[]): string {
+  const broker = rows[0]?.case.broker ?? 'redis';
+  return broker === 'amqp' ? 'RabbitMQ' : broker === 'postgres' ? 'broker' : 'Redis';
 }
 
 function kqReference(rows: readonly CaseOutcome[], match: (c: BenchCase) => boolean): number | null {
@@ -117,16 +202,26 @@ function kqReference(rows: readonly CaseOutcome[], match: (c: BenchCase) => bool
 function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   const lines: string[] = [];
   if (workload === 'W1') {
-    lines.push('| system | tasks/s (median) | min | max | kq × |', '|---|---:|---:|---:|---:|');
+    // Bytes per task (Redis): what each task costs to write, keep and read — the envelope, not the code, sets it.
+    const bytes = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.bytesPerTask !== null; });
+    const cpu = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.workerCpuUs !== null; });
+    const broker = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.brokerCpuUs !== null; });
+    lines.push(
+      `| system | tasks/s (median) | min | max | kq × |${cpu ? ' producer CPU µs/task |' : ''}${broker ? ` ${brokerName(rows)} CPU µs/task |` : ''}${bytes ? ' bytes/task in Redis |' : ''}`,
+      `|---|---:|---:|---:|---:|${cpu ? '---:|' : ''}${broker ? '---:|' : ''}${bytes ? '---:|' : ''}`,
+    );
     for (const outcome of rows) {
       const f = figures(outcome);
       const kq = kqReference(rows, (c) => c.mode === outcome.case.mode);
       if (!f || f.kind !== 'rate') {
-        lines.push(`| ${outcome.case.label} | failed | | | |`);
+        lines.push(`| ${outcome.case.label} | failed | | | |${cpu ? ' |' : ''}${broker ? ' |' : ''}${bytes ? ' |' : ''}`);
         continue;
       }
       const ratio = outcome.case.system === 'kq' ? '—' : formatSpeedup(speedup(kq, f.rate.median, 'rate'));
-      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |`);
+      const size = bytes ? ` ${f.bytesPerTask === null ? '—' : f.bytesPerTask.median.toFixed(0)} |` : '';
+      const producer = cpu ? ` ${formatMicros(f.workerCpuUs)} |` : '';
+      const brokerCpu = broker ? ` ${formatMicros(f.brokerCpuUs)} |` : '';
+      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |${producer}${brokerCpu}${size}`);
     }
     return lines;
   }
@@ -134,7 +229,7 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   const kq1 = kqReference(rows, (c) => c.concurrency === 1 && c.variant === null);
   // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
   lines.push(
-    '| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | Redis CPU µs/task | worker RSS MiB idle / peak |',
+    `| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | ${brokerName(rows)} CPU µs/task | worker RSS MiB idle / peak |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const outcome of rows) {
@@ -147,7 +242,7 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
     lines.push(
       `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
         `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} | ` +
-        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.redisCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |`,
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |`,
     );
   }
   lines.push(...tracingCost(rows));
@@ -237,10 +332,21 @@ const METHOD = [
     'no completion is missed), bee-queue on its queue-wide `job succeeded` events (a job\'s own event is lost when the ' +
     'worker finishes before `save()` returns), celery.node by polling (every 1 ms on Redis, 5 ms on RabbitMQ; its default is ' +
     '500 ms).',
+  '- **W4 scale**: the queue filled as for W2; 1, 2 or 4 worker processes (concurrency 100 each), already started and ' +
+    'idle, are told to go at once; the clock runs from GO to the broker holding nothing queued or unacked (polled every 5 ms, ' +
+    'confirmed by a second look), so each process\'s start is included. Each then reports the indexes it completed and ' +
+    'all must add up to every task exactly once. **Redis busy** is Redis\'s command time (`INFO commandstats`) over the ' +
+    'wall time: toward 100 % (one core) Redis is the limit.',
+  '- **W5 memory**: a worker started as for W3 (Python prefork with its pool children up; no result backend), left on an ' +
+    'empty queue for 1 s, then its RSS (process and children, `/proc`) is the idle figure; a producer then publishes N ' +
+    'tasks and the highest RSS sampled every 50 ms until the broker is empty is the peak.',
+  `- **W6 round trip under load**: W3 with the worker (concurrency 100) also consuming a second queue that another ` +
+    `producer feeds at ${LOAD_RATE.toLocaleString('en-US')} tasks/s in small bulk batches, started 1 s before the round trips.`,
   '- **Same footing**: no per-task logging anywhere (kq workers at `warning`, Celery workers at `WARNING`, celery.node\'s two ' +
     '`console.info` lines per task muted); TCP_NODELAY on every AMQP connection (kq sets it; amqplib, also inside ' +
     'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs as built (`pnpm bench` builds first), ' +
-    'its transport package loaded before the clock starts.',
+    'its transport package loaded before the clock starts; every Node runner is plain JavaScript on plain Node (bundled by ' +
+    'esbuild before the cases, packages left as imports), not run under tsx.',
   '- **Raw baselines** show the broker\'s floor: ioredis LPUSH/BRPOP/RPOP with no envelope, no ack and no bookkeeping; ' +
     'amqplib with persistent messages, confirms, prefetch 200 and an ack per message — on bare JSON, and (a second W2 row) ' +
     'on Celery task messages with their protocol 2 headers, the bytes kq and Celery send.',

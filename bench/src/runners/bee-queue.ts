@@ -3,7 +3,7 @@
 // drain workers remove succeeded jobs and send no events nobody listens to, as kq keeps nothing after an ack.
 import BeeQueue from 'bee-queue';
 import { type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, drainDone, measureRoundTrips, publishSteadily, report, runMain, since } from './runner-kit';
 
 interface JobData {
   index: number;
@@ -18,6 +18,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const queue = new BeeQueue<JobData>(spec.queue, { redis: redis(spec), isWorker: false, getEvents: false, sendEvents: false, storeJobs: false });
   await queue.ready();
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await queue.createJob({ index }).save();
   } else {
@@ -30,7 +31,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   await queue.close();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 async function drain(spec: RunnerSpec): Promise<void> {
@@ -42,16 +43,22 @@ async function drain(spec: RunnerSpec): Promise<void> {
   queue.on('succeeded', (job) => tracker.complete(job.data.index));
   queue.on('failed', (job, error) => process.stderr.write(`job ${job.id} failed: ${error.message}\n`));
   queue.process(spec.concurrency, async (job) => job.data.index);
-  await tracker.done;
+  await drainDone(spec, tracker);
   const elapsedMs = since(start);
   await queue.close();
-  report(tracker.result(elapsedMs));
+  report(tracker.result(elapsedMs, spec.shared));
 }
 
 async function serve(spec: RunnerSpec): Promise<void> {
   const queue = new BeeQueue<JobData>(spec.queue, { redis: redis(spec), getEvents: false });
   await queue.ready();
   queue.process(spec.concurrency, async (job) => job.data.index);
+  // Under load: a second queue in this process, the one a `load` runner keeps busy (a bee-queue Queue is one queue).
+  if (spec.loadQueue) {
+    const busy = new BeeQueue<JobData>(spec.loadQueue, { redis: redis(spec), getEvents: false, sendEvents: false, removeOnSuccess: true });
+    await busy.ready();
+    busy.process(spec.concurrency, async (job) => job.data.index);
+  }
   announceReady();
   await new Promise(() => undefined);
 }
@@ -84,6 +91,15 @@ async function roundTrip(spec: RunnerSpec): Promise<void> {
   report(result);
 }
 
+async function load(spec: RunnerSpec): Promise<void> {
+  const queue = new BeeQueue<JobData>(spec.loadQueue ?? spec.queue, { redis: redis(spec), isWorker: false, getEvents: false, sendEvents: false, storeJobs: false });
+  await queue.ready();
+  await publishSteadily(spec.ratePerSecond ?? 1000, spec.n, async (indexes) => {
+    const errors = await queue.saveAll(indexes.map((index) => queue.createJob({ index })));
+    if (errors.size > 0) throw new Error(`saveAll failed for ${errors.size} jobs: ${String([...errors.values()][0])}`);
+  });
+}
+
 runMain(async (spec) => {
   switch (spec.role) {
     case 'enqueue':
@@ -96,5 +112,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      return load(spec);
   }
 });

@@ -2,7 +2,7 @@
 // Drain workers remove completed jobs (removeOnComplete: count 0), as kq keeps nothing after an ack.
 import { Queue, QueueEvents, Worker, type ConnectionOptions } from 'bullmq';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, drainDone, measureRoundTrips, publishSteadily, report, runMain, since } from './runner-kit';
 
 interface JobData {
   index: number;
@@ -17,6 +17,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const queue = new Queue<JobData>(spec.queue, { connection: connection(spec) });
   await queue.waitUntilReady();
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await queue.add(TASK_NAME, { index });
   } else {
@@ -28,7 +29,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   await queue.close();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 async function drain(spec: RunnerSpec): Promise<void> {
@@ -43,15 +44,19 @@ async function drain(spec: RunnerSpec): Promise<void> {
   // 'completed' is emitted once the job was moved to completed in Redis (BullMQ's ack).
   worker.on('completed', (job) => tracker.complete(job.data.index));
   worker.on('failed', (job, error) => process.stderr.write(`job ${job?.id ?? '?'} failed: ${error.message}\n`));
-  await tracker.done;
+  await drainDone(spec, tracker);
   const elapsedMs = since(start);
   await worker.close();
-  report(tracker.result(elapsedMs));
+  report(tracker.result(elapsedMs, spec.shared));
 }
 
 async function serve(spec: RunnerSpec): Promise<void> {
   const worker = new Worker<JobData, number>(spec.queue, async (job) => job.data.index, { connection: connection(spec), concurrency: spec.concurrency });
-  await worker.waitUntilReady();
+  // Under load: a second Worker in this process on the queue a `load` runner keeps busy (a BullMQ Worker has one queue).
+  const busy = spec.loadQueue
+    ? new Worker<JobData, number>(spec.loadQueue, async (job) => job.data.index, { connection: connection(spec), concurrency: spec.concurrency, removeOnComplete: { count: 0 } })
+    : null;
+  await Promise.all([worker.waitUntilReady(), busy?.waitUntilReady()]);
   announceReady();
   await new Promise(() => undefined);
 }
@@ -69,6 +74,12 @@ async function roundTrip(spec: RunnerSpec): Promise<void> {
   report(result);
 }
 
+async function load(spec: RunnerSpec): Promise<void> {
+  const queue = new Queue<JobData>(spec.loadQueue ?? spec.queue, { connection: connection(spec) });
+  await queue.waitUntilReady();
+  await publishSteadily(spec.ratePerSecond ?? 1000, spec.n, (indexes) => queue.addBulk(indexes.map((index) => ({ name: TASK_NAME, data: { index }, opts: { removeOnComplete: true } }))));
+}
+
 runMain(async (spec) => {
   switch (spec.role) {
     case 'enqueue':
@@ -81,5 +92,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      return load(spec);
   }
 });

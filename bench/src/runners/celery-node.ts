@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import { createClient, createWorker } from 'celery-node';
 import { TASK_NAME, celeryNodeTaskId, type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, inFlightBatches, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, inFlightBatches, measureRoundTrips, report, runMain, since } from './runner-kit';
 
 console.info = () => undefined;
 
@@ -43,6 +43,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const client = configure(createClient(spec.url, spec.url, spec.queue), spec);
   await client.broker.isReady();
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await publish(client, spec, index);
   } else {
@@ -50,7 +51,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   await client.broker.disconnect();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 function createBenchWorker(spec: RunnerSpec, onTask: (index: number) => void) {
@@ -110,5 +111,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      throw new Error('this runner has no load role (the round trip under load runs kq, BullMQ and bee-queue)');
   }
 });

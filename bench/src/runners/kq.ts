@@ -5,7 +5,7 @@
 // level (no line per task), and keep kq's other defaults (prefetch = concurrency × 4, remote control on).
 import { App } from '@kq/worker';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, drainDone, measureRoundTrips, publishSteadily, report, runMain, since } from './runner-kit';
 
 function createApp(spec: RunnerSpec, backend: string | null): App {
   return new App('kqbench', {
@@ -26,13 +26,16 @@ async function preloadTransport(spec: RunnerSpec): Promise<void> {
 
 function createWorker(app: App, spec: RunnerSpec) {
   app.task(TASK_NAME, (_ctx, index: number) => index);
-  return app.worker({ concurrency: spec.concurrency, hostname: `kqbench-${process.pid}@%h`, loglevel: 'warning' });
+  // Under load: one worker on both queues, the round trips' and the one a `load` runner keeps busy.
+  const queues = spec.loadQueue ? { queues: [spec.queue, spec.loadQueue] } : {};
+  return app.worker({ concurrency: spec.concurrency, hostname: `kqbench-${process.pid}@%h`, loglevel: 'warning', ...queues });
 }
 
 async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const app = createApp(spec, null);
   await app.connection.connect();
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await app.sendTask(TASK_NAME, [index]);
   } else {
@@ -45,7 +48,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   await app.close();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 /**
@@ -79,13 +82,13 @@ async function drain(spec: RunnerSpec): Promise<void> {
   });
   const start = performance.now();
   await worker.start();
-  await tracker.done;
+  await drainDone(spec, tracker);
   // Acks land after 'succeeded'; the pool is drained once every job, ack included, has finished.
   await worker.pool.drained();
   const elapsedMs = since(start);
   await worker.stop();
   await app.close();
-  report(tracker.result(elapsedMs));
+  report(tracker.result(elapsedMs, spec.shared));
 }
 
 async function serve(spec: RunnerSpec): Promise<void> {
@@ -107,6 +110,13 @@ async function roundTrip(spec: RunnerSpec): Promise<void> {
   report(result);
 }
 
+async function load(spec: RunnerSpec): Promise<void> {
+  const app = createApp(spec, null);
+  await app.connection.connect();
+  const queue = spec.loadQueue ?? spec.queue;
+  await publishSteadily(spec.ratePerSecond ?? 1000, spec.n, (indexes) => app.sendTasks(indexes.map((index) => ({ name: TASK_NAME, args: [index], options: { queue, ignoreResult: true } }))));
+}
+
 runMain(async (spec) => {
   switch (spec.role) {
     case 'enqueue':
@@ -119,5 +129,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      return load(spec);
   }
 });

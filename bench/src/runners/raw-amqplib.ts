@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { celeryTaskBody, celeryTaskHeaders } from '../celery-task-message';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
-import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, measureRoundTrips, report, runMain, since } from './runner-kit';
 
 const PREFETCH = 200;
 
@@ -64,6 +64,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const channel = await connection.createConfirmChannel();
   await channel.assertQueue(spec.queue, { durable: true });
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await publishConfirmed(channel, spec.queue, message(spec, index));
   } else {
@@ -77,7 +78,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   await connection.close();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 async function drain(spec: RunnerSpec): Promise<void> {
@@ -156,5 +157,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      throw new Error('this runner has no load role (the round trip under load runs kq, BullMQ and bee-queue)');
   }
 });

@@ -1,12 +1,15 @@
 // The floor on Redis: ioredis with nothing on top. LPUSH (awaited, or pipelined), a BRPOP loop or batched RPOPs
 // (a pop is the only "ack" there is), and a round trip as LPUSH + BRPOP on a reply list. The payload is a small
-// JSON task ({"task", "args"}).
+// JSON task ({"task", "args"}) — or, in W1's `celery-message` rows, the Kombu envelope of a Celery task message, the
+// bytes kq and Celery LPUSH per task.
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { celeryRedisEnvelope } from '../celery-task-message';
 import { TASK_NAME, type RunnerSpec } from '../protocol';
 import { RAW_POP_BATCH } from '../cases';
-import { CompletionTracker, announceReady, awaitGo, measureRoundTrips, report, runMain, since } from './runner-kit';
+import { announceReady, awaitGo, CompletionTracker, cpuSince, measureRoundTrips, report, runMain, since } from './runner-kit';
 
-function payload(index: number, reply?: string): string {
+function smallPayload(index: number, reply?: string): string {
   return JSON.stringify(reply === undefined ? { task: TASK_NAME, args: [index] } : { task: TASK_NAME, args: [index], reply });
 }
 
@@ -22,7 +25,13 @@ async function open(spec: RunnerSpec): Promise<Redis> {
 
 async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   const redis = await open(spec);
+  const origin = `gen${process.pid}@bench`;
+  const payload =
+    spec.variant === 'celery-message'
+      ? (index: number) => celeryRedisEnvelope({ id: randomUUID(), task: TASK_NAME, args: [index], queue: spec.queue, origin })
+      : (index: number) => smallPayload(index);
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   if (spec.mode === 'awaited' && timed) {
     for (let index = 0; index < spec.n; index++) await redis.lpush(spec.queue, payload(index));
   } else {
@@ -34,7 +43,7 @@ async function enqueue(spec: RunnerSpec, timed: boolean): Promise<void> {
   }
   const elapsedMs = since(start);
   redis.disconnect();
-  report({ kind: 'enqueue', elapsedMs, published: spec.n });
+  report({ kind: 'enqueue', elapsedMs, published: spec.n, cpuUs: cpuSince(cpuStart) });
 }
 
 async function drain(spec: RunnerSpec): Promise<void> {
@@ -77,7 +86,7 @@ async function roundTrip(spec: RunnerSpec): Promise<void> {
   const blocking = await open(spec);
   const reply = `${spec.queue}.reply`;
   const result = await measureRoundTrips(spec.n, async (index) => {
-    await redis.lpush(spec.queue, payload(index, reply));
+    await redis.lpush(spec.queue, smallPayload(index, reply));
     const popped = await blocking.brpop(reply, 30);
     if (popped === null) throw new Error(`no reply to round trip ${index} within 30 s`);
     return JSON.parse(popped[1]) as unknown;
@@ -99,5 +108,7 @@ runMain(async (spec) => {
       return serve(spec);
     case 'roundtrip':
       return roundTrip(spec);
+    case 'load':
+      throw new Error('this runner has no load role (the round trip under load runs kq, BullMQ and bee-queue)');
   }
 });

@@ -1,6 +1,7 @@
 // The child side of the protocol: read the job, report readiness and the result, and never outlive the orchestrator.
 import {
   GO_LINE,
+  STOP_LINE,
   READY_LINE,
   RESULT_PREFIX,
   SPEC_ENV,
@@ -27,10 +28,25 @@ export function report(result: RunnerResult): void {
 let progress: (() => string) | undefined;
 let releaseGo: () => void = () => undefined;
 const goSignal = new Promise<void>((resolve) => (releaseGo = resolve));
+let releaseStop: () => void = () => undefined;
+const stopSignal = new Promise<void>((resolve) => (releaseStop = resolve));
 
 /** Resolves when the orchestrator says `GO` (drain and round-trip runners wait for it before their timed part). */
 export function awaitGo(): Promise<void> {
   return goSignal;
+}
+
+/** Resolves when the orchestrator says `STOP` (a shared drain: the broker holds nothing more). */
+export function awaitStop(): Promise<void> {
+  return stopSignal;
+}
+
+/**
+ * A drain's end: for a drain of its own, when every index completed; for one of several processes on one queue
+ * (`spec.shared`), when the orchestrator says STOP.
+ */
+export function drainDone(spec: RunnerSpec, tracker: CompletionTracker): Promise<void> {
+  return spec.shared === true ? awaitStop() : tracker.done;
 }
 
 /** What the runner has done so far, for the message when it times out ("19 990 of 20 000 acked"). */
@@ -55,10 +71,12 @@ export function runMain(main: (spec: RunnerSpec) => Promise<void>): void {
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (chunk: string) => {
     input += chunk;
-    if (input.split('\n').includes(GO_LINE)) {
+    const lines = input.split('\n');
+    if (lines.includes(GO_LINE)) {
       deadline.refresh(); // the time limit is for the work, not for waiting to begin
       releaseGo();
     }
+    if (lines.includes(STOP_LINE)) releaseStop();
   });
   // A normal exit on SIGTERM (the orchestrator stopping a serving worker), so `--cpu-prof` still writes its profile.
   process.once('SIGTERM', () => process.exit(143));
@@ -107,10 +125,19 @@ export class CompletionTracker {
     return this.#distinct;
   }
 
-  result(elapsedMs: number): DrainResult {
+  /** `shared`: include the completed indexes, for the orchestrator to merge with the other processes'. */
+  result(elapsedMs: number, shared = false): DrainResult {
     const cpu = process.cpuUsage(this.#cpuStart);
-    return { kind: 'drain', elapsedMs, processed: this.#processed, distinct: this.#distinct, cpuUs: cpu.user + cpu.system };
+    const result: DrainResult = { kind: 'drain', elapsedMs, processed: this.#processed, distinct: this.#distinct, cpuUs: cpu.user + cpu.system };
+    if (shared) result.seen = Buffer.from(packBits(this.#seen)).toString('base64');
+    return result;
   }
+}
+
+/** CPU (user + system) this process used since `start` (a `process.cpuUsage()` reading), µs. */
+export function cpuSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return used.user + used.system;
 }
 
 /** Milliseconds since `start` (a `performance.now()` reading). */
@@ -162,4 +189,29 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
       },
     );
   });
+}
+
+/** One bit per index (bit i of byte i >> 3 is index i): how a shared drain reports what it completed. */
+export function packBits(flags: Uint8Array): Uint8Array {
+  const bits = new Uint8Array(Math.ceil(flags.length / 8));
+  for (let index = 0; index < flags.length; index++) if (flags[index] !== 0) bits[index >> 3] = (bits[index >> 3] ?? 0) | (1 << (index & 7));
+  return bits;
+}
+
+/**
+ * The background traffic of a round trip under load: `publish(indexes)` with `ratePerSecond / 100` tasks every 10 ms
+ * (a small bulk batch, so publishing stays cheap next to the round trips), until the process is stopped. Indexes
+ * start at `from`, clear of the round trips' own.
+ */
+export async function publishSteadily(ratePerSecond: number, from: number, publish: (indexes: number[]) => Promise<unknown>): Promise<never> {
+  const perTick = Math.max(1, Math.round(ratePerSecond / 100));
+  const started = performance.now();
+  let next = from;
+  for (let tick = 1; ; tick++) {
+    const indexes = Array.from({ length: perTick }, () => next++);
+    await publish(indexes);
+    // Ticks are paced from the start, so a slow publish is caught up instead of lowering the rate.
+    const wait = started + tick * 10 - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }

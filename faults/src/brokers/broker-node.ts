@@ -1,6 +1,6 @@
 /** A broker instance of the suite's own, on its own port and data directory: never the shared one. */
 export interface BrokerNode {
-  readonly kind: 'redis' | 'amqp' | 'postgres' | 'sentinel' | 'rabbit-cluster';
+  readonly kind: 'redis' | 'amqp' | 'postgres' | 'sentinel' | 'rabbit-cluster' | 'redis-cluster';
   /** The URL workers and producers use. */
   readonly url: string;
   /** Transport options workers and producers need besides the URL (Sentinel: the master's name). */

@@ -5,9 +5,17 @@ import { RabbitNode } from './rabbit-node';
 /**
  * A three-node RabbitMQ cluster of the suite's own (three private nodes, joined to the first), used with quorum queues:
  * the task queue keeps its messages on a majority of nodes, so losing one node loses nothing. Workers and producers
- * get all three nodes in their URL (Kombu's broker list) and fail over between them. `failover()` kills the first
- * node, where the clients connect first and where the queue's leader starts.
+ * get all three nodes in their URL (Kombu's broker list) and fail over between them. `failover()` kills the node that
+ * leads the task queue, as RabbitMQ reports it (not assumed): losing the leader is the case that forces a leader
+ * election as well as the clients' reconnect.
  */
+interface QueueListing {
+  name: string;
+  type: string;
+  leader?: string;
+  messages?: number;
+}
+
 export class RabbitCluster implements BrokerNode {
   readonly kind = 'rabbit-cluster' as const;
   readonly nodes: readonly RabbitNode[];
@@ -37,11 +45,26 @@ export class RabbitCluster implements BrokerNode {
     );
   }
 
-  /** Kills the first node outright (SIGKILL); the other two keep the quorum queue and the clients fail over. */
-  async failover(): Promise<void> {
+  /** The node RabbitMQ names as leader of the quorum queue holding the most messages (the task queue mid-drain). */
+  async queueLeader(): Promise<RabbitNode> {
     const first = this.nodes[0] as RabbitNode;
-    this.#killed.add(first);
-    await first.kill();
+    const listing = JSON.parse(await first.ctl('list_queues', 'name', 'type', 'leader', 'messages', '--formatter', 'json')) as QueueListing[];
+    const busiest = listing.filter((queue) => queue.type === 'quorum').sort((a, b) => (b.messages ?? 0) - (a.messages ?? 0))[0];
+    const leader = this.nodes.find((node) => node.nodeName === busiest?.leader);
+    if (!leader) throw new Error(`no quorum queue with a known leader on the cluster (rabbitmqctl listed ${JSON.stringify(listing)})`);
+    return leader;
+  }
+
+  /**
+   * Kills the task queue's leader outright (SIGKILL); the other two elect a new leader from their copies and the
+   * clients connected to it fail over. The clients connect to the first node first and declare the queue there, so
+   * this is usually the first node; which node it was is logged.
+   */
+  async failover(): Promise<void> {
+    const leader = await this.queueLeader();
+    console.log(`  killing ${leader.nodeName}, the task queue's leader${leader === this.nodes[0] ? ' and the clients\' first node' : ''}`);
+    this.#killed.add(leader);
+    await leader.kill();
   }
 
   async kill(): Promise<void> {

@@ -9,6 +9,7 @@ import {
   type ChannelEvents,
   type ConsumeOptions,
   type ConsumerHandle,
+  type DelayedCount,
   type Delivery,
   type Exchange,
   type GetOptions,
@@ -23,6 +24,7 @@ import { AmqpDelivery, type DeliverySettler, type SettleAction } from './amqp-de
 import type { OperationContext } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
 import { bindQueueOn, declareExchangeOn, declareQueueOn } from './declarations';
+import { countLadder } from './delayed-count';
 import { toDeliveryInit, toPublishOptions } from './message-mapping';
 import { Publisher } from './publisher';
 import { runOnSlot } from './slot-operation';
@@ -105,6 +107,11 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
   async checkQueue(name: string): Promise<QueueStats> {
     const reply = await this.#adminOp({ operation: `check queue ${JSON.stringify(name)}`, queue: name }, (channel) => channel.checkQueue(name));
     return { queue: reply.queue, messageCount: reply.messageCount, consumerCount: reply.consumerCount };
+  }
+
+  /** ETA/countdown messages waiting in the delay ladder, all targets together (see `countLadder`). */
+  countDelayed(): Promise<DelayedCount> {
+    return countLadder(this.#ctx.ladder, async (queue) => (await this.checkQueue(queue)).messageCount);
   }
 
   async bindQueue(queue: string, exchange: string, routingKey: string, args: Record<string, unknown> = {}): Promise<void> {

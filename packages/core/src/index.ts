@@ -25,6 +25,7 @@ export type {
   ChannelEvents,
   ConsumeOptions,
   ConsumerHandle,
+  DelayedCount,
   FanoutDelivery,
   GetOptions,
   PriorityOrder,

@@ -25,6 +25,8 @@ const registry = new Map<string, RegistryEntry>([
   ['redis', { packageName: '@kq/redis' }],
   ['rediss', { packageName: '@kq/redis' }],
   ['sentinel', { packageName: '@kq/redis' }],
+  ['redis+cluster', { packageName: '@kq/redis' }],
+  ['rediss+cluster', { packageName: '@kq/redis' }],
   ['amqp', { packageName: '@kq/amqp' }],
   ['amqps', { packageName: '@kq/amqp' }],
   ['postgresql', { packageName: '@kq/postgres' }],

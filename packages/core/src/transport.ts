@@ -91,6 +91,12 @@ export type ChannelEvents = {
   error: [error: Error];
 };
 
+/** Delayed messages a broker holds: all of them, and by target queue where the broker can tell. */
+export interface DelayedCount {
+  total: number;
+  byQueue?: Record<string, number>;
+}
+
 /**
  * A channel: the unit of work on a connection. All broker operations go through one. Channels are cheap on AMQP;
  * on virtual transports they are a view over the shared store.
@@ -108,6 +114,12 @@ export interface Channel extends TypedEmitter<ChannelEvents> {
    * step, lowest first. Optional: brokers with native priorities (AMQP) have no steps to report.
    */
   checkQueueSteps?(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>>;
+  /**
+   * Delayed (ETA/countdown) messages the broker itself holds, not yet in their queue: Redis's delayed set, RabbitMQ's
+   * delay ladder. `byQueue` only where the broker can say which queue each is for. Optional: a broker that holds
+   * none (memory; or whose delays live in the consumers) has nothing to count.
+   */
+  countDelayed?(): Promise<DelayedCount>;
   bindQueue(queue: string, exchange: string, routingKey: string, args?: Record<string, unknown>): Promise<void>;
   unbindQueue(queue: string, exchange: string, routingKey: string, args?: Record<string, unknown>): Promise<void>;
   /** Deletes the queue and its messages; resolves to how many messages it held. */

@@ -11,6 +11,7 @@ interface DashboardFlags {
   address: string;
   basicAuth?: string[];
   maxTasks?: number;
+  deadLetterQueue?: string[];
   urlPrefix?: string;
   stateFile?: string;
 }
@@ -43,6 +44,7 @@ export async function runDashboardCli(argv: readonly string[]): Promise<number> 
     .option('--basic-auth <pairs>', 'user:password[,user:password…] allowed in', (value: string) => value.split(',').filter(Boolean))
     .option('--max-tasks <n>', 'tasks kept in memory', positive)
     .option('--url-prefix <path>', 'serve everything under this path (behind a proxy), e.g. /flower')
+    .option('--dead-letter-queue <names>', 'RabbitMQ: the dead-letter queue(s) the Dead letters page reads (comma-separated)', (value: string) => value.split(',').filter(Boolean))
     .option('--state-file <path>', 'keep what it saw across restarts in this file (Flower\'s --persistent)')
     .exitOverride()
     .showSuggestionAfterError();
@@ -66,7 +68,7 @@ export async function runDashboardCli(argv: readonly string[]): Promise<number> 
     if (flags.basicAuth?.some((pair) => !pair.includes(':'))) throw new KqError('--basic-auth takes user:password pairs, comma-separated.');
     // One-shot at start: a wrong URL is one line, not a silent retry loop.
     app.conf.brokerConnectionMaxRetries = 0;
-    const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(flags.basicAuth ? { basicAuth: flags.basicAuth } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}), ...(flags.urlPrefix ? { urlPrefix: flags.urlPrefix } : {}), ...(flags.stateFile ? { stateFile: flags.stateFile } : {}) });
+    const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(flags.basicAuth ? { basicAuth: flags.basicAuth } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}), ...(flags.urlPrefix ? { urlPrefix: flags.urlPrefix } : {}), ...(flags.stateFile ? { stateFile: flags.stateFile } : {}), ...(flags.deadLetterQueue ? { deadLetterQueues: flags.deadLetterQueue } : {}) });
     const url = await dashboard.start();
     console.log(`kq dashboard on ${url}`);
     await new Promise<void>((resolve) => {

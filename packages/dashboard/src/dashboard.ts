@@ -1,4 +1,4 @@
-import { KqError, sanitizeUrl } from '@kq/core';
+import { KqError, sanitizeUrl, type DelayedCount } from '@kq/core';
 import { EventReceiver, Logger, type App } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
 import { FleetState } from './fleet-state';
@@ -25,6 +25,11 @@ export interface DashboardOptions {
   inspectIntervalMs?: number;
   /** How often queue lengths are sampled, ms (default 5000). */
   queueIntervalMs?: number;
+  /**
+   * RabbitMQ: the dead-letter queues the Dead letters page reads when none is named (where the task queues'
+   * `x-dead-letter-exchange` routes; RabbitMQ cannot be asked). Redis keeps one list and needs none.
+   */
+  deadLetterQueues?: readonly string[];
   /** Keep what the dashboard saw across restarts in this file (Flower's `--persistent --db`): read at start, written every minute and on close. */
   stateFile?: string;
   logger?: Logger;
@@ -42,6 +47,7 @@ export class Dashboard {
   readonly state: FleetState;
   readonly inspector: WorkerInspector;
   readonly log: Logger;
+  readonly deadLetterQueues: readonly string[];
   readonly #options: DashboardOptions;
   #receiver: EventReceiver | undefined;
   #server: FastifyInstance | undefined;
@@ -51,6 +57,7 @@ export class Dashboard {
     this.app = options.app;
     this.#options = options;
     this.log = options.logger ?? new Logger('dashboard');
+    this.deadLetterQueues = [...(options.deadLetterQueues ?? [])];
     this.state = new FleetState(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks });
     this.inspector = new WorkerInspector(this.app, this.state, options.inspectTimeoutMs ?? 1000);
   }
@@ -98,14 +105,18 @@ export class Dashboard {
 
   /**
    * Reads the length of every queue the workers consume — and of every queue sampled before, so a backlog whose
-   * consumers went away stays in view — with its split by priority step where the broker has steps. Records it for
+   * consumers went away stays in view — with its split by priority step where the broker has steps, and the delayed
+   * messages the broker holds (by queue where it can tell). Records it for
    * `/api/queues/length`, the queues page and its chart.
    */
   async sampleQueues(): Promise<Array<{ name: string; messages: number }>> {
     const names = [...new Set([...this.state.activeQueueNames(), ...Object.keys(this.state.queueLengths.latest())])];
     const lengths: Record<string, number> = {};
     const steps: Record<string, ReadonlyArray<{ step: number; messageCount: number }>> = {};
+    let delayed: DelayedCount | null = null;
     await this.app.connection.ensure(async (channel) => {
+      // Queues only delayed messages are for are not added: the delayed set is shared by every app on the database.
+      delayed = channel.countDelayed ? await channel.countDelayed().catch(() => null) : null;
       for (const name of names) {
         try {
           lengths[name] = (await channel.checkQueue(name)).messageCount;
@@ -117,6 +128,7 @@ export class Dashboard {
     });
     this.state.queueLengths.record(Date.now() / 1000, lengths);
     this.state.queueSteps = steps;
+    this.state.delayed = delayed;
     this.state.metrics.queues(lengths);
     return Object.entries(lengths).map(([name, messages]) => ({ name, messages }));
   }

@@ -1,3 +1,4 @@
+import type { DelayedCount } from '@kq/core';
 import { ClusterState, type ClusterTask, type ReceivedEvent } from '@kq/worker';
 import { FlowerMetrics } from './flower-metrics';
 import { flowerTask, queryTasks, queryableClusterTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';
@@ -36,6 +37,11 @@ export class FleetState {
   readonly inspected = new Map<string, InspectedWorker>();
   /** Ready messages per priority step, by queue, from the last sample (virtual transports; none on AMQP). */
   queueSteps: Readonly<Record<string, ReadonlyArray<{ step: number; messageCount: number }>>> = {};
+  /**
+   * ETA/countdown messages the broker holds (Redis's delayed set, RabbitMQ's delay ladder), from the last sample;
+   * null where the transport cannot count them.
+   */
+  delayed: DelayedCount | null = null;
   /** Beat schedules by group, from their leaders' announcements. */
   readonly beats = new Map<string, BeatSchedule>();
   /** Events by worker and type (Flower's `state.counter`): processed/failed/retried counts per worker. */

@@ -27,7 +27,17 @@ export interface Overview {
     names: string[];
     samples: Array<{ t: number; lengths: Readonly<Record<string, number>> }>;
     /** Per queue: messages waiting (last sample), the workers consuming it, and the ETA tasks they hold from it. */
-    rows: Array<{ name: string; messages: number | null; steps: ReadonlyArray<{ step: number; messageCount: number }> | null; consumers: string[]; scheduled: number }>;
+    rows: Array<{
+      name: string;
+      messages: number | null;
+      steps: ReadonlyArray<{ step: number; messageCount: number }> | null;
+      consumers: string[];
+      scheduled: number;
+      /** ETA messages the broker holds for it; null where the broker counts them only all together (RabbitMQ). */
+      delayed: number | null;
+    }>;
+    /** ETA messages the broker holds, all queues together (`byQueue`: whether rows have their share); null: it cannot say. */
+    delayed: { total: number; byQueue: boolean } | null;
   };
   tasks: { total: number; byState: Record<string, number>; types: string[] };
   /** Periodic tasks, by beat group, as the leaders announced them. */
@@ -73,7 +83,15 @@ export function overview(dashboard: Dashboard, now: number = Date.now() / 1000):
   const samples = state.queueLengths.samples();
   const queueNames = [...new Set([...state.activeQueueNames(), ...samples.flatMap((sample) => Object.keys(sample.lengths))])].sort();
   const latest = state.queueLengths.latest();
-  const rows = queueNames.map((name) => ({ name, messages: latest[name] ?? null, steps: state.queueSteps[name] ?? null, consumers: [] as string[], scheduled: 0 }));
+  const delayedBy = state.delayed?.byQueue;
+  const rows = queueNames.map((name) => ({
+    name,
+    messages: latest[name] ?? null,
+    steps: state.queueSteps[name] ?? null,
+    consumers: [] as string[],
+    scheduled: 0,
+    delayed: delayedBy ? (delayedBy[name] ?? 0) : null,
+  }));
   const byName = new Map(rows.map((row) => [row.name, row]));
   for (const [hostname, info] of state.inspected) {
     const queues = Array.isArray(info['active_queues']) ? (info['active_queues'] as Array<{ name?: unknown }>) : [];
@@ -88,7 +106,7 @@ export function overview(dashboard: Dashboard, now: number = Date.now() / 1000):
   return {
     workers,
     throughput: state.throughput.points(now, 300),
-    queues: { names: queueNames, samples, rows },
+    queues: { names: queueNames, samples, rows, delayed: state.delayed ? { total: state.delayed.total, byQueue: delayedBy !== undefined } : null },
     tasks: { total: state.cluster.tasks.size, byState, types: state.taskTypes() },
     beats: [...state.beats.values()].sort((a, b) => (a.group < b.group ? -1 : 1)),
     events: state.cluster.eventCount,

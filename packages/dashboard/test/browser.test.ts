@@ -1,10 +1,12 @@
 // The UI in a real browser (Chromium through playwright-core), on a mixed fleet — a kq worker and a Python Celery
 // 5.2.6 worker — on Redis and on RabbitMQ: both workers appear online with both charts drawn, a task sent while the
-// tasks page is open appears without a reload and is found by search, its page shows its result and timeline,
-// revoke reaches the real worker, and pool grow acts on it.
+// tasks page is open appears without a reload and is found by search, its page shows its result and timeline and
+// sends it again, revoke reaches the real worker, pool grow acts on it, and the dead letters (Redis's list, a named
+// RabbitMQ dead-letter queue) are listed and purged.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { Queue } from '@kq/core';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { App, Logger, type Worker } from '@kq/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -110,6 +112,16 @@ describe.each(fleets)('the dashboard in Chromium, on a mixed fleet on $label', (
     expect(details).toContain('42');
     expect(await page.locator('table').last().textContent()).toMatch(/received.*started.*succeeded/s);
     await shot('task');
+
+    // Send again: a new task with the same arguments, linked from this page once sent, and run by the worker.
+    await page.click('#resend');
+    await page.locator('.toast').filter({ hasText: 'Sent ui.add again as' }).waitFor({ timeout: 10_000 });
+    const resent = page.locator('#resent a');
+    await resent.waitFor({ timeout: 10_000 });
+    const newId = (await resent.textContent()) ?? '';
+    expect(newId).not.toBe(result.id);
+    await expect.poll(() => dashboard.state.task(newId)?.state, { timeout: 15_000 }).toBe('SUCCESS');
+    expect(dashboard.state.task(newId)).toMatchObject({ name: 'ui.add', args: '(20, 22)', result: '42' });
   }, 40_000);
 
   it.skipIf(skip)('revoke from a task page reaches the worker; pool grow from the worker page grows its pool', async () => {
@@ -137,8 +149,35 @@ describe.each(fleets)('the dashboard in Chromium, on a mixed fleet on $label', (
     expect(await row.locator('td').nth(3).textContent()).toBe(hostname);
     expect(Number(await row.locator('td').nth(4).textContent())).toBeGreaterThanOrEqual(1);
 
+    // Dead letters on RabbitMQ: in a dead-letter queue, named on the page (the dashboard was given none).
+    if (label !== 'Redis') {
+      const dlq = `${ns}.dlq`;
+      const source = `${ns}.src`;
+      try {
+        await app.connection.ensure(async (channel) => {
+          await channel.declareQueue(new Queue(dlq, { durable: false }));
+          await channel.declareQueue(new Queue(source, { durable: false, deadLetterExchange: '', deadLetterRoutingKey: dlq }));
+          await channel.publish('', source, { body: Buffer.from('[[], {}, {}]'), contentType: 'application/json', contentEncoding: 'utf-8', headers: { task: 'ui.nobody', id: `${ns}-dead` }, properties: { deliveryMode: 2 } });
+          let delivery = await channel.get(source);
+          for (let i = 0; !delivery && i < 100; i++) delivery = await new Promise((resolve) => setTimeout(resolve, 50)).then(() => channel.get(source));
+          await delivery?.reject('unknown task');
+        });
+        await page.goto(`${dashboard.url}/#/dead-letters`);
+        await page.locator('#dlq-error').filter({ hasText: 'dead-letter queue' }).waitFor({ timeout: 10_000 });
+        await page.fill('#dlq-form input[name="queue"]', dlq);
+        await page.click('#dlq-form button');
+        const kept = page.locator('#dead-letters tbody tr', { hasText: `${ns}-dead` });
+        await kept.waitFor({ timeout: 10_000 });
+        expect(await kept.textContent()).toContain(`kept in ${dlq}`);
+        page.once('dialog', (dialog) => void dialog.accept());
+        await page.click('#purge-all');
+        await page.locator('.toast').filter({ hasText: 'Purged 1 rejected message(s).' }).waitFor({ timeout: 10_000 });
+      } finally {
+        for (const name of [dlq, source]) await app.connection.ensure((channel) => channel.deleteQueue(name)).catch(() => undefined);
+      }
+      return;
+    }
     // Dead letters (Redis keeps them in _kq.dead): a task nobody has is rejected, listed with its reason, purged.
-    if (label !== 'Redis') return;
     const unknown = await app.sendTask('ui.nobody_has_this');
     await page.goto(`${dashboard.url}/#/dead-letters`);
     const letter = page.locator('#dead-letters tbody tr', { hasText: unknown.id });

@@ -5,10 +5,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
+import { Queue } from '@kq/core';
 import { App, Logger, type Worker } from '@kq/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Dashboard } from '../src/index';
+import { overview } from '../src/overview';
 import { startPythonWorker } from '../../worker/test/fixtures/python-client';
 
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
@@ -118,6 +120,29 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect((await post('/api/task/apply/dash.add', { args: 'not a list' })).status).toBe(400);
   });
 
+  it('re-send from the task page: same name, arguments and queue under a new id; refused (409, with why) when the arguments are cut', async () => {
+    const first = await app.sendTask('dash.add', [20, 22]);
+    await first.get({ timeout: 10_000 });
+    await waitFor('its events', () => dashboard.state.task(first.id)?.state === 'SUCCESS' || undefined);
+    // no task-sent event here: the queue is the only one its worker consumes
+    expect((await get(`/dashboard/task/${first.id}/resend`)).body).toEqual({ resendable: true, source: 'events', queue, exchange: null, routing_key: null });
+    const sent = (await post(`/dashboard/task/${first.id}/resend`)).body as Record<string, string>;
+    expect(sent['task-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent['task-id']).not.toBe(first.id);
+    expect(sent['message']).toBe(`Sent dash.add again as '${String(sent['task-id'])}'`);
+    expect((await get(`/api/task/result/${String(sent['task-id'])}?timeout=10`)).body).toEqual({ 'task-id': sent['task-id'], state: 'SUCCESS', result: 42 });
+    await waitFor('the new task on the same queue', () => dashboard.state.task(String(sent['task-id']))?.state === 'SUCCESS' || undefined);
+
+    const long = await app.sendTask('dash.add', ['x'.repeat(2000), 'y']);
+    await long.get({ timeout: 10_000 });
+    await waitFor('its events', () => dashboard.state.task(long.id)?.state === 'SUCCESS' || undefined);
+    const refusal = await post(`/dashboard/task/${long.id}/resend`);
+    expect(refusal.status).toBe(409);
+    expect((refusal.body as { error: string }).error).toMatch(/argsrepr\/kwargsrepr/);
+    expect((await get(`/dashboard/task/${long.id}/resend`)).body).toMatchObject({ resendable: false });
+    expect((await post('/dashboard/task/no-such-task/resend')).status).toBe(404);
+  });
+
   it('control: pool grow/shrink/autoscale, consumers, rate and time limits, revoke — Flower\'s messages; unknown worker 404', async () => {
     expect((await post(`/api/worker/pool/grow/${hostname}?n=2`)).body).toEqual({ message: `Growing '${hostname}' worker's pool by 2` });
     expect((await post(`/api/worker/pool/shrink/${hostname}?n=2`)).body).toEqual({ message: `Shrinking '${hostname}' worker's pool by 2` });
@@ -144,6 +169,26 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     const families = parsePrometheusTextFormat(metrics);
     expect(families.map((family) => family.name)).toEqual(expect.arrayContaining(['flower_events_total', 'flower_task_runtime_seconds', 'flower_worker_online', 'kq_queue_length']));
     expect(await get('/healthcheck')).toEqual({ status: 200, body: 'OK' });
+  });
+
+  it('delayed messages Redis holds (etaStrategy broker: the delayed set) are counted by queue, in the API and the queue rows', async () => {
+    const sender = new App('dash-eta', { broker: REDIS, taskDefaultQueue: queue, etaStrategy: 'broker' });
+    try {
+      const later = await sender.sendTask('dash.add', [1, 2], {}, { countdown: 2 });
+      const { body } = await get('/api/queues/length');
+      const delayed = (body as { delayed: { total: number; by_queue?: Record<string, number> } }).delayed;
+      expect(delayed.by_queue?.[queue]).toBe(1);
+      expect(delayed.total).toBeGreaterThanOrEqual(1);
+      const rows = ((await get('/dashboard/overview')).body as { queues: { rows: Array<{ name: string; delayed: number | null }>; delayed: unknown } }).queues;
+      expect(rows.rows.find((row) => row.name === queue)?.delayed).toBe(1);
+      expect(rows.delayed).toEqual({ total: delayed.total, byQueue: true });
+      // due, it leaves the delayed set for its queue and runs
+      await waitFor('the task to run', () => dashboard.state.task(later.id)?.state === 'SUCCESS' || undefined, 10_000);
+      await dashboard.sampleQueues();
+      expect(dashboard.state.delayed?.byQueue?.[queue]).toBeUndefined();
+    } finally {
+      await sender.close();
+    }
   });
 
   it('queue rows: messages waiting by priority step, and a queue nobody consumes any more stays in view', async () => {
@@ -217,6 +262,7 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     const guardedUrl = await guarded.start();
     try {
       expect((await fetch(`${guardedUrl}/api/workers`)).status).toBe(401);
+      expect((await fetch(`${guardedUrl}/dashboard/task/some-id/resend`, { method: 'POST' })).status).toBe(401);
       expect((await fetch(`${guardedUrl}/healthcheck`)).status).toBe(200);
       const authorised = await fetch(`${guardedUrl}/api/workers`, { headers: { authorization: `Basic ${Buffer.from('admin:s3cret').toString('base64')}` } });
       expect(authorised.status).toBe(200);
@@ -240,14 +286,14 @@ describe.skipIf(!amqpUp)('the dashboard on RabbitMQ', () => {
     app.task('dash.add', (_ctx, x: number, y: number) => x + y);
     worker = app.worker({ queues: [queue], hostname: `mq@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
     await worker.start();
-    dashboard = new Dashboard({ app: new App('dash', { broker: brokerUrls.amqp, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500 });
+    dashboard = new Dashboard({ app: new App('dash', { broker: brokerUrls.amqp, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, deadLetterQueues: [`${ns}.dlq`] });
     await dashboard.start();
   });
   afterAll(async () => {
     await dashboard?.close();
     await dashboard?.app.close();
     await worker?.stop();
-    await app?.connection.ensure((channel) => channel.deleteQueue(queue)).catch(() => undefined);
+    for (const name of [queue, `${ns}.dlq`, `${ns}.src`]) await app?.connection.ensure((channel) => channel.deleteQueue(name)).catch(() => undefined);
     await app?.close();
   });
 
@@ -258,4 +304,58 @@ describe.skipIf(!amqpUp)('the dashboard on RabbitMQ', () => {
     await waitFor('the task events', () => dashboard.state.queryTasks().some((task) => task.name === 'dash.add' && task.state === 'SUCCESS') || undefined);
     expect(await dashboard.sampleQueues()).toEqual([{ name: queue, messages: 0 }]);
   });
+
+  it('dead letters: the configured dead-letter queue is read (x-death: where from, why), sent back, purged; a missing one is 400', async () => {
+    const dlq = `${ns}.dlq`;
+    const source = `${ns}.src`;
+    const call = async (path: string, method = 'GET'): Promise<{ status: number; body: unknown }> => {
+      const response = await fetch(`${dashboard.url}${path}`, { method });
+      return { status: response.status, body: (await response.json()) as unknown };
+    };
+    // A task queue that dead-letters to dlq, and a message a consumer rejected there (what a worker does to an unknown task).
+    const rejectOne = async (id: string): Promise<void> =>
+      app.connection.ensure(async (channel) => {
+        await channel.publish('', source, { body: Buffer.from('[[], {}, {}]'), contentType: 'application/json', contentEncoding: 'utf-8', headers: { task: 'dash.nobody', id }, properties: { deliveryMode: 2 } });
+        const delivery = await waitFor('the message', async () => (await channel.get(source)) ?? undefined);
+        await delivery.reject('unknown task');
+      });
+    await app.connection.ensure(async (channel) => {
+      await channel.declareQueue(new Queue(dlq, { durable: false }));
+      await channel.declareQueue(new Queue(source, { durable: false, deadLetterExchange: '', deadLetterRoutingKey: dlq }));
+    });
+    await rejectOne('dead-1');
+    const letters = await waitFor('the dead letter', async () => {
+      const { body } = await call('/dashboard/dead-letters');
+      return (body as unknown[]).length === 1 ? (body as Array<Record<string, unknown>>) : undefined;
+    });
+    expect(letters[0]).toMatchObject({ id: 'dead-1', queue: source, reason: 'rejected', task: 'dash.nobody', task_id: 'dead-1', dead_letter_queue: dlq });
+    // listing is a look, not a take
+    expect((await call(`/dashboard/dead-letters?queue=${dlq}`)).body).toHaveLength(1);
+    expect((await call(`/dashboard/dead-letters/requeue?ids=dead-1&queue=${dlq}`, 'POST')).body).toEqual({ message: 'Sent 1 message(s) back to their queue.' });
+    await waitFor('it back in its queue', async () => (await app.connection.ensure((channel) => channel.checkQueue(source))).messageCount === 1 || undefined);
+    await app.connection.ensure((channel) => channel.purgeQueue(source));
+    await rejectOne('dead-2');
+    await waitFor('the second dead letter', async () => ((await call('/dashboard/dead-letters')).body as unknown[]).length === 1 || undefined);
+    expect((await call('/dashboard/dead-letters/purge', 'POST')).body).toEqual({ message: 'Purged 1 rejected message(s).' });
+    expect((await call('/dashboard/dead-letters')).body).toEqual([]);
+    const missing = await call(`/dashboard/dead-letters?queue=${ns}.no-such-queue`);
+    expect(missing.status).toBe(400);
+    expect(String((missing.body as { error: string }).error)).toContain(`${ns}.no-such-queue`);
+  }, 30_000);
+
+  it("counts the delayed messages RabbitMQ's delay ladder holds (all queues together: no split by queue)", async () => {
+    const sender = new App('dash-mq-eta', { broker: brokerUrls.amqp, taskDefaultQueue: queue, etaStrategy: 'broker' });
+    try {
+      const later = await sender.sendTask('dash.add', [2, 2], {}, { countdown: 2 });
+      const delayed = await waitFor('the message in the ladder', async () => {
+        const body = (await (await fetch(`${dashboard.url}/api/queues/length`)).json()) as { delayed: { total: number; by_queue?: unknown } | null };
+        return body.delayed && body.delayed.total >= 1 ? body.delayed : undefined;
+      });
+      expect(delayed.by_queue).toBeUndefined();
+      expect(overview(dashboard).queues).toMatchObject({ rows: [{ name: queue, delayed: null }], delayed: { byQueue: false } });
+      await waitFor('the task to run', () => dashboard.state.task(later.id)?.state === 'SUCCESS' || undefined, 15_000);
+    } finally {
+      await sender.close();
+    }
+  }, 30_000);
 });

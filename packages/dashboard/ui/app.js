@@ -7,6 +7,8 @@
   const PAGE = 50;
   const taskFilters = { state: 'All', taskname: '', workername: 'All', search: '', offset: 0 };
   let charts = [];
+  const resentAs = {}; // task id → the ids it was sent again as, from this page
+  let deadLetterQueue = ''; // the RabbitMQ dead-letter queue typed on the Dead letters page
   let drawing = false;
   let pending = false;
 
@@ -165,6 +167,7 @@
       view.innerHTML = `<h1>Task ${esc(id)}</h1><p class="muted">No event about this task has been seen.</p>`;
       return;
     }
+    const resend = await fetchJson(`dashboard/task/${encodeURIComponent(id)}/resend`).catch((error) => ({ resendable: false, reason: error.message }));
     const link = (value) => (value ? `<a href="#/task/${esc(value)}">${esc(value)}</a>` : '—');
     const fields = ['name', 'state', 'worker', 'args', 'kwargs', 'result', 'exception', 'retries', 'runtime', 'eta', 'expires', 'routing_key', 'client'];
     const timeline = ['sent', 'received', 'started', 'retried', 'succeeded', 'failed', 'revoked', 'rejected']
@@ -172,7 +175,10 @@
       .map((k) => [k, task[k]])
       .sort((a, b) => a[1] - b[1]);
     view.innerHTML = `<h1>${esc(task.name ?? 'Task')} <span class="state ${esc(task.state)}">${esc(task.state)}</span></h1>
-      <div class="actions"><button class="secondary" id="revoke">Revoke</button><button class="danger" id="terminate">Terminate</button></div>
+      <div class="actions"><button class="secondary" id="revoke">Revoke</button><button class="danger" id="terminate">Terminate</button>
+        <form id="resend-form"><input name="queue" placeholder="queue" size="14" value="${esc(resend.queue ?? '')}" ${resend.resendable || resend.needs_queue ? '' : 'disabled'}>
+        <button class="secondary" id="resend" ${resend.resendable || resend.needs_queue ? '' : `disabled title="${esc(resend.reason)}"`}>Send again</button></form>
+        ${resend.resendable ? '' : `<span class="muted" id="resend-reason">${esc(resend.reason)}</span>`}<span id="resent">${(resentAs[id] || []).map((newId) => `sent again as ${link(newId)}`).join(', ')}</span></div>
       <dl><dt>id</dt><dd class="mono">${esc(task.uuid)}</dd>
       ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(k === 'runtime' && task[k] !== null ? `${task[k].toFixed(6)} s` : task[k] ?? '—')}</dd>`).join('')}
       <dt>parent</dt><dd>${link(task.parent_id)}</dd><dt>root</dt><dd>${link(task.root_id)}</dd>
@@ -181,15 +187,29 @@
       <h2>Timeline</h2><table><tbody>${timeline.map(([k, t]) => `<tr><td>${time(t)}</td><td>${k}</td></tr>`).join('')}</tbody></table>`;
     document.getElementById('revoke').onclick = () => post(`api/task/revoke/${encodeURIComponent(id)}`);
     document.getElementById('terminate').onclick = () => confirm('Terminate the running task?') && post(`api/task/revoke/${encodeURIComponent(id)}`, { terminate: 'true' });
+    // The new task's link stays on the page (redraws keep it): its events arrive after the toast is gone.
+    document.getElementById('resend-form').onsubmit = async (event) => {
+      event.preventDefault();
+      try {
+        const body = new URLSearchParams(new FormData(event.target)).toString();
+        const data = await fetchJson(`dashboard/task/${encodeURIComponent(id)}/resend`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+        (resentAs[id] = resentAs[id] || []).push(data['task-id']);
+        toast(data.message);
+        redraw();
+      } catch (error) {
+        toast(`failed: ${error.message}`);
+      }
+    };
   }
 
   async function queuesPage() {
     await fetchJson('api/queues/length'); // a fresh sample of every queue's length
     const data = await fetchJson('dashboard/overview');
     view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
-      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>By priority step</th><th>Consumed by</th><th>ETA tasks held</th></tr></thead><tbody>
-      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td class="muted">${q.steps ? q.steps.filter((s) => s.messageCount > 0).map((s) => `${s.step}: ${s.messageCount}`).join(', ') || '—' : '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td></tr>`).join('') || '<tr><td colspan="5" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
-      </tbody></table>`;
+      <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>By priority step</th><th>Consumed by</th><th>ETA tasks held by workers</th><th>Delayed in the broker</th></tr></thead><tbody>
+      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td class="muted">${q.steps ? q.steps.filter((s) => s.messageCount > 0).map((s) => `${s.step}: ${s.messageCount}`).join(', ') || '—' : '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td><td>${q.delayed ?? '<span class="muted">—</span>'}</td></tr>`).join('') || '<tr><td colspan="6" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
+      </tbody></table>
+      <p class="muted" id="delayed-total">${data.queues.delayed ? `${data.queues.delayed.total} ETA/countdown message(s) held by the broker${data.queues.delayed.byQueue ? '' : ' (its delay ladder, every queue of the vhost together: it cannot tell them apart without consuming them)'}.` : 'This broker does not say how many delayed messages it holds.'}</p>`;
     const beats = data.beats
       .flatMap((b) => b.entries.map((e) => `<tr data-entry="${esc(`${b.group}/${e.name}`)}"><td>${esc(b.group)}</td><td>${esc(e.name)}</td><td>${esc(e.task)}</td><td>${esc(e.schedule)}${e.enabled ? '' : ' <span class="muted">(disabled)</span>'}</td><td>${time(e.last_run)}</td><td>${time(e.next_run)}</td><td class="muted">${esc(b.hostname)} (epoch ${b.epoch})</td></tr>`))
       .join('');
@@ -202,23 +222,37 @@
   }
 
   async function deadLettersPage() {
+    // RabbitMQ keeps rejected messages in dead-letter queues it cannot list: the one typed here, else the dashboard's --dead-letter-queue.
+    const form = `<form class="filters" id="dlq-form"><input name="queue" placeholder="dead-letter queue (RabbitMQ)" value="${esc(deadLetterQueue)}" size="30"><button class="secondary">Read</button></form>`;
+    const scope = deadLetterQueue ? { queue: deadLetterQueue } : {};
     let letters;
     try {
-      letters = await fetchJson('dashboard/dead-letters?limit=200');
+      letters = await fetchJson(`dashboard/dead-letters?${new URLSearchParams({ limit: '200', ...scope })}`);
     } catch (error) {
-      view.innerHTML = `<h1>Dead letters</h1><p class="muted">${esc(error.message)}</p>`;
+      view.innerHTML = `<h1>Dead letters</h1>${form}<p class="muted" id="dlq-error">${esc(error.message)}</p>`;
+      bindDeadLetterForm();
       return;
     }
     view.innerHTML = `<h1>Dead letters</h1>
       <p class="muted">Messages the workers rejected (undecodable, not allowed, unknown task, rejected by the task) that the broker keeps.</p>
+      ${form}
       <div class="actions"><button class="secondary" id="requeue-all" ${letters.length ? '' : 'disabled'}>Send all back</button>
       <button class="danger" id="purge-all" ${letters.length ? '' : 'disabled'}>Purge all</button></div>
       <table id="dead-letters"><thead><tr><th>Rejected</th><th>Queue</th><th>Task</th><th>Reason</th><th></th></tr></thead><tbody>
-      ${letters.map((l) => `<tr data-letter="${esc(l.id)}"><td>${time(l.at)}</td><td>${esc(l.queue)}</td><td>${esc(l.task ?? l.content_type)}<div class="mono muted">${esc(l.task_id ?? '')}</div></td><td>${esc(l.reason)}</td><td><button class="secondary" data-requeue="${esc(l.id)}">Send back</button></td></tr>`).join('') || '<tr><td colspan="5" class="muted">No rejected message is kept.</td></tr>'}
+      ${letters.map((l) => `<tr data-letter="${esc(l.id)}"><td>${time(l.at)}</td><td>${esc(l.queue)}${l.dead_letter_queue ? `<div class="muted">kept in ${esc(l.dead_letter_queue)}</div>` : ''}</td><td>${esc(l.task ?? l.content_type)}<div class="mono muted">${esc(l.task_id ?? '')}</div></td><td>${esc(l.reason)}</td><td><button class="secondary" data-requeue="${esc(l.id)}" data-kept="${esc(l.dead_letter_queue ?? '')}">Send back</button></td></tr>`).join('') || '<tr><td colspan="5" class="muted">No rejected message is kept.</td></tr>'}
       </tbody></table>`;
-    document.getElementById('requeue-all').onclick = () => post('dashboard/dead-letters/requeue');
-    document.getElementById('purge-all').onclick = () => confirm('Delete every rejected message for good?') && post('dashboard/dead-letters/purge');
-    for (const button of view.querySelectorAll('[data-requeue]')) button.onclick = () => post('dashboard/dead-letters/requeue', { ids: button.dataset.requeue });
+    bindDeadLetterForm();
+    document.getElementById('requeue-all').onclick = () => post('dashboard/dead-letters/requeue', scope);
+    document.getElementById('purge-all').onclick = () => confirm('Delete every rejected message for good?') && post('dashboard/dead-letters/purge', scope);
+    for (const button of view.querySelectorAll('[data-requeue]')) button.onclick = () => post('dashboard/dead-letters/requeue', { ids: button.dataset.requeue, ...(button.dataset.kept ? { queue: button.dataset.kept } : {}) });
+  }
+
+  function bindDeadLetterForm() {
+    document.getElementById('dlq-form').onsubmit = (event) => {
+      event.preventDefault();
+      deadLetterQueue = String(new FormData(event.target).get('queue') || '').trim();
+      redraw();
+    };
   }
 
   async function redraw() {

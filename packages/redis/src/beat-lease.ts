@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ExchangeNotFound, KqError, routeMessage, type OutgoingMessage, type StoredMessage } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import { encodeEnvelope } from '@kq/core';
 import { LuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
@@ -147,6 +147,14 @@ export class RedisBeatLease {
     if (!(options.leaseMs > 0) || !(options.renewIntervalMs > 0) || options.renewIntervalMs >= options.leaseMs) {
       throw new KqError(`A beat lease needs 0 < renewIntervalMs < leaseMs; got renewIntervalMs ${options.renewIntervalMs}, leaseMs ${options.leaseMs}.`);
     }
+    if (transport.layout.cluster) {
+      // COMMIT records the tick and pushes its task in one script, which on a cluster would span the state's slot and
+      // the queue's: refused rather than run without the fencing that makes one leader's tick happen once.
+      throw new KqError(
+        'kq beat cannot keep its leader lease on Redis Cluster (the tick and its task message must be written in one script, ' +
+          'and a cluster script reaches one slot): give beat a plain redis:// or sentinel:// broker.',
+      );
+    }
     this.#transport = transport;
     this.#options = options;
     const base = `${transport.layout.prefix}_kq.beat.${options.group}`;
@@ -280,7 +288,7 @@ export class RedisBeatLease {
     return { queues: routeMessage(declared.type, bindings, routingKey, message.headers) };
   }
 
-  #redis(): Redis {
+  #redis(): RedisClient {
     return this.#transport.redisStore.commands;
   }
 }

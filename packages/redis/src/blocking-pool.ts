@@ -1,8 +1,20 @@
-import type { Redis } from 'ioredis';
-import type { ConnectionFactory } from './connection-factory';
+import type { Redis, RedisOptions } from 'ioredis';
 
 /** How long an aborted BRPOP may take to return after CLIENT UNBLOCK before its connection is dropped instead. */
 const ABORT_GRACE_MS = 250;
+
+/** Makes the pool's connections, all to the server the pool serves (`ConnectionFactory` is one). */
+export interface BlockingConnector {
+  create(role: string, overrides: RedisOptions): Redis;
+}
+
+/** What the store waits for messages with: a `BlockingPool`, or in cluster mode one per node (`ClusterBlockingPool`). */
+export interface BlockingWaiter {
+  readonly size: number;
+  brpop(keys: readonly string[], timeoutMs: number, signal: AbortSignal | undefined): Promise<[string, string] | null>;
+  close(): Promise<void>;
+  terminate(): void;
+}
 
 interface BlockingConnection {
   readonly client: Redis;
@@ -15,15 +27,16 @@ interface BlockingConnection {
  * per consumer) takes its own from the pool. A wait is aborted with CLIENT UNBLOCK from the command connection, so
  * cancelling a consumer does not wait out the poll interval.
  */
-export class BlockingPool {
-  readonly #factory: ConnectionFactory;
+export class BlockingPool implements BlockingWaiter {
+  readonly #factory: BlockingConnector;
+  /** A connection to the same server that is free to send CLIENT UNBLOCK. */
   readonly #commands: Redis;
   readonly #idle: BlockingConnection[] = [];
   readonly #all = new Set<BlockingConnection>();
   #created = 0;
   #closed = false;
 
-  constructor(factory: ConnectionFactory, commands: Redis) {
+  constructor(factory: BlockingConnector, commands: Redis) {
     this.#factory = factory;
     this.#commands = commands;
   }

@@ -1,13 +1,15 @@
 import { KqError, type TransportDescription } from '@kq/core';
 import type { RedisOptions } from 'ioredis';
-import type { RedisTransportOptions } from './redis-options';
+import type { ClusterNodeAddress, RedisTransportOptions } from './redis-options';
 
 /** Where to connect, as ioredis options, plus what `describe()` reports. */
 export interface RedisEndpoint {
-  /** host/port/username/password/db/tls, or sentinels + name. */
+  /** host/port/username/password/db/tls, or sentinels + name; for a cluster, what every node connection uses. */
   connection: RedisOptions;
   db: number;
   description: TransportDescription;
+  /** Set for Redis Cluster (kq's cluster layout): the startup nodes. */
+  cluster?: { nodes: ClusterNodeAddress[] };
 }
 
 const DEFAULT_PORT = 6379;
@@ -19,7 +21,13 @@ const DEFAULT_SENTINEL_PORT = 26379;
  * `masterName`. Without a URL, everything comes from `options.redisOptions` (e.g. sentinels given directly).
  */
 export function parseBrokerUrl(url: string | undefined, options: RedisTransportOptions): RedisEndpoint {
+  const endpoint = parseSingle(url, options);
+  return options.cluster || isClusterUrl(url) ? toCluster(endpoint, url, options) : endpoint;
+}
+
+function parseSingle(url: string | undefined, options: RedisTransportOptions): RedisEndpoint {
   if (url === undefined || url === '') return fromOptions(options);
+  if (isClusterUrl(url)) return parseClusterUrl(url, options);
   const parts = url.split(';').map((part) => part.trim()).filter((part) => part !== '');
   const first = parseUrl(parts[0] ?? url);
   const scheme = first.protocol.replace(/:$/, '').toLowerCase();
@@ -48,7 +56,7 @@ export function parseBrokerUrl(url: string | undefined, options: RedisTransportO
     };
   }
   if (scheme !== 'redis' && scheme !== 'rediss') {
-    throw new KqError(`The Redis transport cannot connect to ${scheme}:// URLs; use redis://, rediss:// or sentinel://.`);
+    throw new KqError(`The Redis transport cannot connect to ${scheme}:// URLs; use redis://, rediss://, sentinel:// or redis+cluster://.`);
   }
   const host = hostOf(first);
   const port = first.port ? Number(first.port) : DEFAULT_PORT;
@@ -62,6 +70,56 @@ export function parseBrokerUrl(url: string | undefined, options: RedisTransportO
     connection,
     db,
     description: { transport: 'redis', hostname: host, port, virtualHost: String(db), userid: username ?? null, ssl },
+  };
+}
+
+function isClusterUrl(url: string | undefined): boolean {
+  return url !== undefined && /^rediss?\+cluster:\/\//i.test(url.trim());
+}
+
+/**
+ * `redis+cluster://[user:pass@]host:port[,host:port…][/0]` (or `rediss+cluster://`, TLS; `;` between whole URLs works
+ * too, as for Kombu's broker lists): startup nodes of a Redis Cluster, which shares its database 0 only.
+ */
+function parseClusterUrl(url: string, options: RedisTransportOptions): RedisEndpoint {
+  const nodes: ClusterNodeAddress[] = [];
+  let head: URL | undefined;
+  for (const part of url.split(';').map((text) => text.trim()).filter((text) => text !== '')) {
+    const match = /^(rediss?)\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#]*)(.*)$/i.exec(part);
+    if (!match) throw new KqError(`Cannot read the broker URL ${JSON.stringify(redact(url))}: expected redis+cluster://host:port,host:port/.`);
+    const [, scheme = 'redis', auth, hosts = '', rest = ''] = match;
+    for (const host of hosts.split(',').map((text) => text.trim()).filter((text) => text !== '')) {
+      const parsed = parseUrl(`redis://${host}`);
+      nodes.push({ host: hostOf(parsed), port: parsed.port ? Number(parsed.port) : DEFAULT_PORT });
+    }
+    head ??= parseUrl(`${scheme.toLowerCase()}://${auth ? `${auth}@` : ''}${nodes[0] ? `${nodes[0].host.includes(':') ? `[${nodes[0].host}]` : nodes[0].host}:${nodes[0].port}` : 'localhost'}${rest}`);
+  }
+  if (!head || nodes.length === 0) throw new KqError(`The broker URL ${JSON.stringify(redact(url))} names no cluster node; use redis+cluster://host:port,host:port/.`);
+  const single = parseSingle(head.toString(), options);
+  return { ...single, cluster: { nodes } };
+}
+
+/** The endpoint as a cluster's: its host the startup node unless `cluster.nodes` names them; database 0 only. */
+function toCluster(endpoint: RedisEndpoint, url: string | undefined, options: RedisTransportOptions): RedisEndpoint {
+  if (endpoint.connection.sentinels) {
+    throw new KqError('Redis Cluster mode cannot go through Sentinel: give the cluster nodes, e.g. redis+cluster://host1:7000,host2:7001/.');
+  }
+  if (endpoint.db !== 0) {
+    throw new KqError(
+      `Redis Cluster has only database 0, but the broker URL or the db option names database ${endpoint.db}${url ? ` (${redact(url)})` : ''}; ` +
+        'drop the database number, e.g. redis+cluster://host1:7000,host2:7001/.',
+    );
+  }
+  const given = typeof options.cluster === 'object' ? options.cluster.nodes : undefined;
+  const nodes = given ?? endpoint.cluster?.nodes ?? [{ host: endpoint.description.hostname, port: endpoint.description.port ?? DEFAULT_PORT }];
+  if (nodes.length === 0) throw new KqError('The cluster option names no node; pass { cluster: { nodes: [{ host, port }] } } or a redis+cluster:// URL.');
+  const { host: _host, port: _port, db: _db, ...shared } = endpoint.connection;
+  const first = nodes[0] as ClusterNodeAddress;
+  return {
+    connection: shared,
+    db: 0,
+    description: { ...endpoint.description, hostname: first.host, port: first.port, virtualHost: '0' },
+    cluster: { nodes: nodes.map((node) => ({ host: node.host, port: node.port })) },
   };
 }
 

@@ -1,5 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisEndpoint } from './broker-url';
+
+/** A command connection: one server, or (cluster mode) ioredis's `Cluster`, which routes each command by its key's slot. */
+export type RedisClient = Redis | Cluster;
 
 export interface ConnectionFactoryOptions {
   endpoint: RedisEndpoint;
@@ -27,25 +30,52 @@ export class ConnectionFactory {
     return this.#options.endpoint.db;
   }
 
+  /** True for Redis Cluster (kq's cluster layout). */
+  get cluster(): boolean {
+    return this.#options.endpoint.cluster !== undefined;
+  }
+
   /** The name prefix shared by this store's connections. */
   get namePrefix(): string {
     return `${this.#options.namePrefix.replace(/\s+/g, '_')}.${this.#options.storeId}.`;
   }
 
-  create(role: string, overrides: RedisOptions = {}): Redis {
+  /** A connection to the server, or the cluster (commands, subscriber). */
+  createClient(role: string, overrides: RedisOptions = {}): RedisClient {
+    const cluster = this.#options.endpoint.cluster;
+    if (!cluster) return this.create(role, overrides);
+    const { enableAutoPipelining, ...perNode } = overrides;
+    const options: ClusterOptions = {
+      redisOptions: { ...this.#nodeOptions(role), ...perNode },
+      lazyConnect: true,
+      enableAutoPipelining: enableAutoPipelining ?? false,
+      // A master that fails over (or a slot that moves) is found again from the other nodes instead of failing the command.
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+    };
+    const client = new Cluster(cluster.nodes, options);
+    client.on('error', (error: Error) => this.#options.onError(error, role));
+    return client;
+  }
+
+  /** A connection to one server: the URL's, or (cluster mode) the node at `node`. */
+  create(role: string, overrides: RedisOptions = {}, node?: { host: string; port: number }): Redis {
+    const client = new Redis({ ...this.#nodeOptions(role), ...(node ? { host: node.host, port: node.port } : {}), ...overrides });
+    client.on('error', (error: Error) => this.#options.onError(error, role));
+    return client;
+  }
+
+  #nodeOptions(role: string): RedisOptions {
     const given = this.#options.redisOptions ?? {};
     const fromUrl = this.#options.endpoint.connection;
     // rediss:// turns TLS on; certificates and other TLS settings given in redisOptions still apply.
     const tls = fromUrl.tls || given.tls ? { ...fromUrl.tls, ...given.tls } : undefined;
-    const client = new Redis({
+    return {
       ...given,
       ...fromUrl,
       ...(tls ? { tls } : {}),
       lazyConnect: true,
       connectionName: this.namePrefix + role,
-      ...overrides,
-    });
-    client.on('error', (error: Error) => this.#options.onError(error, role));
-    return client;
+    };
   }
 }

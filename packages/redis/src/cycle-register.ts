@@ -1,5 +1,5 @@
 import { KqError } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import { LuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
@@ -131,7 +131,7 @@ export class RedisCycleRegister {
 
   async close(): Promise<void> {}
 
-  async #redis(): Promise<Redis> {
+  async #redis(): Promise<RedisClient> {
     await this.#transport.connect();
     return this.#transport.redisStore.commands;
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { decodeEnvelope, envelopePriority, priorityStep, pyJson, type DeadLetter, type DeadLetterBox, type DeadLetterQuery } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import type { KeyLayout } from './key-layout';
 
 /** What `_kq.dead` holds per rejected message: the envelope exactly as it was queued, and why it was rejected. */
@@ -21,12 +21,12 @@ export const DEFAULT_DEAD_LETTER_MAX = 10_000;
  * lists them, sends them back to their queue (with their priority) or purges them.
  */
 export class DeadLetterList implements DeadLetterBox {
-  readonly #commands: () => Redis;
+  readonly #commands: () => RedisClient;
   readonly #layout: KeyLayout;
   readonly #max: number;
   readonly #warn: (message: string) => void;
 
-  constructor(commands: () => Redis, layout: KeyLayout, max: number, warn: (message: string) => void) {
+  constructor(commands: () => RedisClient, layout: KeyLayout, max: number, warn: (message: string) => void) {
     this.#commands = commands;
     this.#layout = layout;
     this.#max = max;
@@ -62,12 +62,27 @@ export class DeadLetterList implements DeadLetterBox {
     for (const { raw, record } of await this.#matching(query.queue)) {
       if (ids && !ids.has(record.id)) continue;
       const list = this.#layout.listKey(record.queue, priorityStep(envelopePriority(record.envelope), this.#layout.steps));
-      // One transaction per entry: it is either back in its queue and gone from here, or untouched.
-      const [[, removed]] = (await this.#commands().multi().lrem(this.key, 1, raw).lpush(list, record.envelope).exec()) as [[unknown, number]];
+      const removed = this.#layout.cluster ? await this.#requeueAcrossSlots(raw, list, record.envelope) : await this.#requeueAtomically(raw, list, record.envelope);
       if (removed === 1) sent++;
       else await this.#commands().lrem(list, 1, record.envelope); // someone else took it meanwhile
     }
     return sent;
+  }
+
+  /** One transaction per entry: it is either back in its queue and gone from here, or untouched. */
+  async #requeueAtomically(raw: string, list: string, envelope: string): Promise<number> {
+    const [[, removed]] = (await this.#commands().multi().lrem(this.key, 1, raw).lpush(list, envelope).exec()) as [[unknown, number]];
+    return removed;
+  }
+
+  /**
+   * Cluster layout: the list and the queue are in different slots, so no transaction spans them. The message goes to
+   * its queue first and leaves this list after, so a failure in between leaves it in both (sent twice at worst),
+   * never in neither.
+   */
+  async #requeueAcrossSlots(raw: string, list: string, envelope: string): Promise<number> {
+    await this.#commands().lpush(list, envelope);
+    return this.#commands().lrem(this.key, 1, raw);
   }
 
   async purge(query: { queue?: string } = {}): Promise<number> {

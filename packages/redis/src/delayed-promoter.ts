@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import type { KeyLayout } from './key-layout';
 import { PROMOTE_DELAYED, PUSH_DELAYED } from './lua-scripts';
 
@@ -11,9 +11,11 @@ const PROMOTE_BATCH = 500;
 const MAX_SLEEP_MS = 30_000;
 
 export interface DelayedPromoterOptions {
-  commands: Redis;
-  subscriber: Redis;
+  commands: RedisClient;
+  subscriber: RedisClient;
   layout: KeyLayout;
+  /** The delayed sets to watch: `['']` in Kombu's layout (one set), the known queues in the cluster layout (one each). */
+  scopes: () => Promise<readonly string[]>;
   onError: (error: unknown) => void;
 }
 
@@ -35,10 +37,10 @@ export class DelayedPromoter {
     this.#options = options;
   }
 
-  /** Holds `envelope` for `list` (an unprefixed list key) until `delayMs` from now. */
-  static async push(commands: Redis, layout: KeyLayout, list: string, envelope: string, delayMs: number): Promise<void> {
+  /** Holds `envelope` for `queue`'s list `list` (an unprefixed list key) until `delayMs` from now. */
+  static async push(commands: RedisClient, layout: KeyLayout, queue: string, list: string, envelope: string, delayMs: number): Promise<void> {
     const member = `${Buffer.byteLength(list, 'utf8')}:${list}${envelope}`;
-    await PUSH_DELAYED.run(commands, [layout.key('delayed')], [Math.max(0, Math.ceil(delayMs)), member, layout.key('delayedNudge')]);
+    await PUSH_DELAYED.run(commands, [layout.scopedKey('delayed', queue)], [Math.max(0, Math.ceil(delayMs)), member, layout.key('delayedNudge')]);
   }
 
   async start(): Promise<void> {
@@ -82,16 +84,25 @@ export class DelayedPromoter {
   }
 
   async #promote(): Promise<void> {
+    let next = MAX_SLEEP_MS;
+    for (const scope of await this.#options.scopes()) {
+      const wait = await this.#promoteScope(scope);
+      if (wait >= 0) next = Math.min(next, wait);
+    }
+    this.#arm(next);
+  }
+
+  /** Promotes what is due in one delayed set; resolves to ms until its next message is due, or -1 when it is empty. */
+  async #promoteScope(scope: string): Promise<number> {
     const { commands, layout } = this.#options;
     for (;;) {
-      const [moved, wait] = (await PROMOTE_DELAYED.run(commands, [layout.key('delayed')], [layout.prefix, PROMOTE_BATCH])) as [
+      const [moved, wait] = (await PROMOTE_DELAYED.run(commands, [layout.scopedKey('delayed', scope)], [layout.prefix, PROMOTE_BATCH])) as [
         number,
         number,
       ];
       this.promoted += moved;
       if (moved >= PROMOTE_BATCH) continue;
-      this.#arm(wait < 0 ? MAX_SLEEP_MS : Math.min(wait, MAX_SLEEP_MS));
-      return;
+      return wait;
     }
   }
 

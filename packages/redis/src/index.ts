@@ -14,6 +14,8 @@ export { KeyLayout, KOMBU_SEP, DEFAULT_KEY_NAMES, type KeyNames, type ListKey, t
 export { encodeEnvelope, decodeEnvelope, markRedelivered, envelopePriority, MalformedEnvelope } from '@kq/core';
 export { InferredExchange } from './inferred-exchange';
 export { parseBrokerUrl, type RedisEndpoint } from './broker-url';
+export type { ClusterNodeAddress } from './redis-options';
+export { keySlot, CLUSTER_SLOTS } from './cluster-slot';
 export { quarantineRecord, type QuarantineEntry } from './quarantine';
 export { pyJson, pyString } from '@kq/core';
 export {
@@ -29,7 +31,7 @@ export {
 export { RedisCycleRegister, createCycleRegister, type RedisCycleMarker, type RedisCycleBegin, type RedisCycleAdvance } from './cycle-register';
 
 /**
- * The factory core's transport registry calls for `redis://`, `rediss://` and `sentinel://` URLs. Options are
+ * The factory core's transport registry calls for `redis://`, `rediss://`, `sentinel://` and `redis+cluster://` URLs. Options are
  * `RedisTransportOptions`; Kombu's snake_case transport option names are accepted too.
  */
 export function createTransport(url: string, options: TransportOptions = {}): RedisTransport {

@@ -1,3 +1,5 @@
+import { KqError } from '@kq/core';
+
 /** Kombu's separator between a queue name and its priority step, and between binding member parts. */
 export const KOMBU_SEP = '\x06\x16';
 
@@ -41,6 +43,18 @@ export const DEFAULT_KEY_NAMES: KeyNames = {
   queues: '_kq.queues',
 };
 
+/**
+ * The structures a claim, settle, sweep or promotion touches together with a queue's lists. Kombu keeps one of each
+ * for the whole database; the cluster layout keeps one per queue, in the queue's hash slot (see `scopedKey`).
+ */
+export type QueueScopedName = 'unacked' | 'unackedIndex' | 'unackedMutex' | 'leases' | 'holders' | 'delayed' | 'quarantine';
+
+/**
+ * The hash tag of kq's own shared keys in the cluster layout (exchanges, queue declarations, binding sets, the dead
+ * letter list): one slot, so the transactions over them stay legal.
+ */
+export const CLUSTER_META_TAG = '{kq}';
+
 export interface KeyLayoutOptions {
   /** Kombu's `global_keyprefix`: prepended verbatim to every key and PUB/SUB channel. */
   prefix: string;
@@ -52,6 +66,11 @@ export interface KeyLayoutOptions {
   /** Kombu's `fanout_patterns`: append the routing key to fanout channel names. */
   fanoutPatterns: boolean;
   names: KeyNames;
+  /**
+   * kq's Redis Cluster layout (not Kombu's: Kombu has no cluster support): a queue's lists and its scoped structures
+   * carry the hash tag `{queue}`, kq's shared keys the tag `{kq}`. Default false: Kombu's layout, key for key.
+   */
+  cluster?: boolean;
 }
 
 /** Where a list key came from: its queue and priority step. */
@@ -66,7 +85,7 @@ export interface BindingMember {
   queue: string;
 }
 
-/** Kombu's Redis key and channel names, key for key (WIRE §2.2–2.8). */
+/** Kombu's Redis key and channel names, key for key (WIRE §2.2–2.8); with `cluster`, kq's Redis Cluster layout instead. */
 export class KeyLayout {
   readonly prefix: string;
   readonly sep: string;
@@ -74,8 +93,19 @@ export class KeyLayout {
   readonly fanoutPrefix: string;
   readonly fanoutPatterns: boolean;
   readonly names: KeyNames;
+  readonly cluster: boolean;
+  /** What goes before a kq-shared key name: the prefix, and in the cluster layout the `{kq}` tag. */
+  readonly #shared: string;
 
   constructor(options: KeyLayoutOptions) {
+    this.cluster = options.cluster ?? false;
+    if (this.cluster && /[{}]/.test(options.prefix)) {
+      throw new KqError(
+        `Redis Cluster mode needs a global_keyprefix without "{" or "}" (got ${JSON.stringify(options.prefix)}): kq puts each ` +
+          `queue's keys in a hash slot of its own with a {queue} tag, which braces in the prefix would override.`,
+      );
+    }
+    this.#shared = this.cluster ? options.prefix + CLUSTER_META_TAG : options.prefix;
     this.prefix = options.prefix;
     this.sep = options.sep;
     this.steps = [...options.steps].sort((a, b) => a - b);
@@ -84,14 +114,45 @@ export class KeyLayout {
     this.names = options.names;
   }
 
-  /** A fixed key (by name) with the prefix applied. */
+  /** A fixed key (by name) with the prefix applied; in the cluster layout, in kq's shared slot. */
   key(name: keyof KeyNames): string {
-    return this.prefix + this.names[name];
+    return this.#shared + this.names[name];
   }
 
-  /** The list of `queue` for priority `step`, without the prefix: `q` for step 0, else `q SEP step`. */
+  /**
+   * The key of one of the structures scoped to `queue`, without the prefix. Kombu's layout has one for all queues
+   * (the `queue` is ignored); the cluster layout has `name{queue}`, in the slot of the queue's lists.
+   */
+  scopedName(name: QueueScopedName, queue: string): string {
+    return this.cluster ? `${this.names[name]}${this.#tag(queue)}` : this.names[name];
+  }
+
+  scopedKey(name: QueueScopedName, queue: string): string {
+    return this.prefix + this.scopedName(name, queue);
+  }
+
+  /**
+   * The list of `queue` for priority `step`, without the prefix: `q` for step 0, else `q SEP step` (Kombu); in the
+   * cluster layout the queue is a hash tag, `{q}` and `{q} SEP step`.
+   */
   listName(queue: string, step: number): string {
-    return step === 0 ? queue : `${queue}${this.sep}${step}`;
+    const base = this.cluster ? this.#tag(queue) : queue;
+    return step === 0 ? base : `${base}${this.sep}${step}`;
+  }
+
+  /**
+   * `{queue}`: every key of the queue has it, so they share a slot. The slot is the hash of the text between the first
+   * `{` and the first `}` after it, which an empty name or one starting with `}` would leave empty (the whole key
+   * hashed: the queue's keys scattered), so those names are refused.
+   */
+  #tag(queue: string): string {
+    if (queue === '' || queue.startsWith('}')) {
+      throw new KqError(
+        `Redis Cluster mode cannot place queue ${JSON.stringify(queue)}: its keys carry the hash tag {queue}, which must not be ` +
+          `empty, so the name must not be empty or start with "}". Rename the queue.`,
+      );
+    }
+    return `{${queue}}`;
   }
 
   listKey(queue: string, step: number): string {
@@ -120,6 +181,14 @@ export class KeyLayout {
   /** The step a list key belongs to, for keys not made here: Kombu's `rsplit(sep, 1)` on the unprefixed key. */
   parseListKey(key: string): ListKey {
     const name = key.startsWith(this.prefix) ? key.slice(this.prefix.length) : key;
+    if (this.cluster && name.startsWith('{')) {
+      // `{q}` or `{q} SEP step`: the queue ends at the last `}` (a step suffix has none)
+      const close = name.lastIndexOf('}');
+      const rest = name.slice(close + 1);
+      const queue = name.slice(1, close);
+      if (rest.startsWith(this.sep) && /^\d+$/.test(rest.slice(this.sep.length))) return { queue, step: Number(rest.slice(this.sep.length)) };
+      return { queue, step: 0 };
+    }
     const at = name.lastIndexOf(this.sep);
     if (at >= 0) {
       const suffix = name.slice(at + this.sep.length);
@@ -129,7 +198,7 @@ export class KeyLayout {
   }
 
   bindingKey(exchange: string): string {
-    return `${this.prefix}_kombu.binding.${exchange}`;
+    return `${this.#shared}_kombu.binding.${exchange}`;
   }
 
   /**
@@ -137,7 +206,7 @@ export class KeyLayout {
    * the queue without declaring it knows to listen on PUB/SUB (Kombu keeps that in each process's memory).
    */
   fanoutBindingsKey(queue: string): string {
-    return `${this.prefix}_kq.fanout.${queue}`;
+    return `${this.#shared}_kq.fanout.${queue}`;
   }
 
   /**
@@ -145,11 +214,23 @@ export class KeyLayout {
    * scanning the keyspace (Kombu keeps no such index; its binding sets are keyed by exchange only).
    */
   boundExchangesKey(queue: string): string {
-    return `${this.prefix}_kq.bound.${queue}`;
+    return `${this.#shared}_kq.bound.${queue}`;
   }
 
-  /** kq: the remembered reply of one settle script call (expires after 2 minutes), see lua-scripts.ts. */
-  requestKey(requestId: string): string {
+  /**
+   * kq, cluster layout only: the set of queues whose scoped records (claims, delayed messages) may exist, so every
+   * process's sweeps and promoter find them without scanning every node's keyspace.
+   */
+  clusterQueuesKey(): string {
+    return `${this.#shared}_kq.cluster.queues`;
+  }
+
+  /**
+   * kq: the remembered reply of one settle script call (expires after 2 minutes), see lua-scripts.ts. In the cluster
+   * layout it lives in the slot of the queue the script works on.
+   */
+  requestKey(requestId: string, queue?: string): string {
+    if (this.cluster) return queue === undefined ? `${this.#shared}_kq.request.${requestId}` : `${this.prefix}_kq.request.${requestId}${this.#tag(queue)}`;
     return `${this.prefix}_kq.request.${requestId}`;
   }
 

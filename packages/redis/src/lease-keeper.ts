@@ -3,8 +3,11 @@ const RENEW_CHUNK = 500;
 
 export interface LeaseKeeperOptions {
   intervalMs: number;
-  /** Renews the given (tag, token) pairs; resolves to the tokens that are no longer ours. */
-  renew: (pairs: ReadonlyArray<readonly [tag: string, token: string]>) => Promise<string[]>;
+  /**
+   * Renews the given (tag, token, scope) triples; resolves to the tokens that are no longer ours. The scope is what
+   * `hold` was given: the queue in the cluster layout (whose slot holds the records), '' otherwise.
+   */
+  renew: (pairs: ReadonlyArray<readonly [tag: string, token: string, scope: string]>) => Promise<string[]>;
   onError: (error: unknown) => void;
 }
 
@@ -14,8 +17,8 @@ export interface LeaseKeeperOptions {
  */
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
-  /** token → delivery tag of every claim this process holds. */
-  readonly #held = new Map<string, string>();
+  /** token → delivery tag and scope of every claim this process holds. */
+  readonly #held = new Map<string, readonly [tag: string, scope: string]>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #lost = 0;
@@ -33,8 +36,8 @@ export class LeaseKeeper {
     return this.#lost;
   }
 
-  hold(token: string, tag: string): void {
-    this.#held.set(token, tag);
+  hold(token: string, tag: string, scope = ''): void {
+    this.#held.set(token, [tag, scope]);
     this.#timer ??= this.#arm();
   }
 
@@ -76,7 +79,7 @@ export class LeaseKeeper {
   }
 
   async #renew(): Promise<void> {
-    const pairs = [...this.#held].map(([token, tag]) => [tag, token] as const);
+    const pairs = [...this.#held].map(([token, [tag, scope]]) => [tag, token, scope] as const);
     for (let at = 0; at < pairs.length; at += RENEW_CHUNK) {
       const lost = await this.#options.renew(pairs.slice(at, at + RENEW_CHUNK));
       for (const token of lost) {

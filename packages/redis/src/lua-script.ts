@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 
 export type ScriptArgument = string | number | Buffer;
 
@@ -18,7 +18,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(client: Redis, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {

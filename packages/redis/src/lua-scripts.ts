@@ -151,7 +151,9 @@ end
  * ARGV: prefix, sep, max, noAck(0|1), tokenBase, leaseMs, nSteps, steps..., nQueues, queues...,
  *       nPre(0|1), [preQueue, preStep, preRaw, preToken]  (a message BRPOP already popped, recorded first; with a
  *       preToken the caller already has it, so it is recorded under that token and its raw is not sent back),
- *       nAcks, (tag, token)...
+ *       nAcks, (tag, token)..., close
+ * A queue's list key is `prefix .. queue .. close [.. sep .. step]`: Kombu's with prefix and close as they are, the
+ * cluster layout's `{queue}` with `{` appended to the prefix and close `}`.
  * Returns: { {queue, step, raw, token, tag, ...}, {queue, reason, ...}, {ack result (1|0), ...} }
  */
 export const CLAIM = new LuaScript(
@@ -190,9 +192,10 @@ local claims, bad = {}, {}
 local taken, seq = 0, 0
 local rec_index, rec_unacked, rec_leases, rec_holders = {}, {}, {}, {}
 
+local close = ARGV[#ARGV]
 local function key_for(q, step)
-  if tonumber(step) == 0 then return prefix .. q end
-  return prefix .. q .. sep .. step
+  if tonumber(step) == 0 then return prefix .. q .. close end
+  return prefix .. q .. close .. sep .. step
 end
 
 local function reject(q, key, reason, raw)

@@ -6,7 +6,7 @@ import {
   type BindingRecord,
   type ExchangeType,
 } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import { InferredExchange } from './inferred-exchange';
 import type { KeyLayout } from './key-layout';
 
@@ -18,12 +18,12 @@ import type { KeyLayout } from './key-layout';
  * fanout never scan the keyspace.
  */
 export class RedisBindings {
-  readonly #commands: () => Redis;
+  readonly #commands: () => RedisClient;
   readonly #layout: KeyLayout;
   /** Exchange types seen, so a binding's member is written without a lookup each time. */
   readonly #types = new Map<string, ExchangeType>();
 
-  constructor(commands: () => Redis, layout: KeyLayout) {
+  constructor(commands: () => RedisClient, layout: KeyLayout) {
     this.#commands = commands;
     this.#layout = layout;
   }

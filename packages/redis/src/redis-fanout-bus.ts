@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FanoutBus, StoredMessage } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope } from '@kq/core';
+import { isCluster, masterClientOf } from './cluster-routing';
 import type { KeyLayout } from './key-layout';
 
 type Listener = (message: StoredMessage) => void;
@@ -22,12 +23,12 @@ interface Subscription {
  */
 export class RedisFanoutBus implements FanoutBus {
   readonly #layout: KeyLayout;
-  readonly #commands: Redis;
-  readonly #subscriber: Redis;
+  readonly #commands: RedisClient;
+  readonly #subscriber: RedisClient;
   readonly #warn: (message: string) => void;
   readonly #subscriptions = new Map<string, Subscription>();
 
-  constructor(layout: KeyLayout, commands: Redis, subscriber: Redis, warn: (message: string) => void) {
+  constructor(layout: KeyLayout, commands: RedisClient, subscriber: RedisClient, warn: (message: string) => void) {
     this.#layout = layout;
     this.#commands = commands;
     this.#subscriber = subscriber;
@@ -36,7 +37,18 @@ export class RedisFanoutBus implements FanoutBus {
   }
 
   async publish(exchange: string, routingKey: string, message: StoredMessage): Promise<void> {
-    await this.#commands.publish(this.#layout.publishChannel(exchange, routingKey), encodeEnvelope(message));
+    const channel = this.#layout.publishChannel(exchange, routingKey);
+    await this.#publisher(exchange).publish(channel, encodeEnvelope(message));
+  }
+
+  /**
+   * Where an exchange's messages are published. A cluster forwards a PUBLISH to every node, but ioredis sends a
+   * command without a key to any node, and two nodes' forwards can overtake each other: an exchange's messages go
+   * through one master (the one serving its channel name's slot), so its subscribers get them in publish order.
+   */
+  #publisher(exchange: string): RedisClient {
+    if (!isCluster(this.#commands)) return this.#commands;
+    return masterClientOf(this.#commands, this.#layout.publishChannel(exchange, '')) ?? this.#commands;
   }
 
   async subscribe(exchange: string, bindingKey: string, onMessage: Listener): Promise<() => Promise<void>> {

@@ -6,6 +6,12 @@ export interface RedisTransportLogger {
   warn(message: string): void;
 }
 
+/** A node of a Redis Cluster to start from (ioredis learns the others from it). */
+export interface ClusterNodeAddress {
+  host: string;
+  port: number;
+}
+
 /**
  * Options of the Redis transport. Names that exist in Kombu keep Kombu's meaning and units (seconds for
  * `visibilityTimeout` and `unackedMutexExpire`); kq's own durations are in milliseconds and say so (`…Ms`).
@@ -55,6 +61,12 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
   unackedMutexKey?: string;
   /** Kombu `unacked_mutex_expire` in **seconds**. Default 300. */
   unackedMutexExpire?: number;
+  /**
+   * Redis Cluster (kq only: Kombu has no cluster support, so Python workers cannot share these queues). `true` takes
+   * the URL's host as the startup node; `{ nodes }` names the startup nodes; a `redis+cluster://h1:p1,h2:p2/` URL
+   * turns it on by itself. Keys follow kq's cluster layout (each queue in a hash slot of its own, see the README).
+   */
+  cluster?: boolean | { nodes: ClusterNodeAddress[] };
   /** Sentinel: the monitored master's name (Kombu `master_name`). Required for `sentinel://` URLs. */
   masterName?: string;
   /** Run the delayed-delivery promoter in this process (any kq process may). Default true. */

@@ -13,13 +13,15 @@ import {
   type VirtualStore,
   type VirtualStoreFeatures,
 } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { AckBatcher, type PendingAck } from './ack-batcher';
 import { PushBatcher } from './push-batcher';
-import { BlockingPool } from './blocking-pool';
+import { BlockingPool, type BlockingWaiter } from './blocking-pool';
+import { ClusterBlockingPool } from './cluster-blocking-pool';
+import { ClusterQueues } from './cluster-queues';
 import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
-import type { ConnectionFactory } from './connection-factory';
+import type { ConnectionFactory, RedisClient } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
 import { RedisBindings } from './redis-bindings';
@@ -111,7 +113,7 @@ export interface RedisStoreStats {
 const RECORD_ATTEMPTS = 5;
 
 /**
- * Kombu's Redis layout as a `VirtualStore` (see KeyLayout for the keys): lists per queue and priority step,
+ * Kombu's Redis layout (or kq's Redis Cluster layout, see KeyLayout) as a `VirtualStore`: lists per queue and priority step,
  * `_kombu.binding.*` sets, the `unacked` hash and index, PUB/SUB fanout — plus kq's leases, fencing, delayed set and
  * quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and one BRPOP connection per
  * waiting consumer.
@@ -135,9 +137,11 @@ export class RedisStore implements VirtualStore {
   readonly bindings: RedisBindings;
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
-  #commands: Redis | undefined;
-  #subscriber: Redis | undefined;
-  #pool: BlockingPool | undefined;
+  #commands: RedisClient | undefined;
+  #subscriber: RedisClient | undefined;
+  #pool: BlockingWaiter | undefined;
+  /** Cluster layout: the queues whose scoped records exist, for sweeps and promotion (undefined otherwise). */
+  #clusterQueues: ClusterQueues | undefined;
   #bus: RedisFanoutBus | undefined;
   #promoter: DelayedPromoter | undefined;
   #sweeper: Sweeper | undefined;
@@ -162,6 +166,7 @@ export class RedisStore implements VirtualStore {
         this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
     });
     this.bindings = new RedisBindings(() => this.commands, settings.layout);
+    if (settings.layout.cluster) this.#clusterQueues = new ClusterQueues(() => this.commands, settings.layout);
     this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
     this.#leases = new LeaseKeeper({
@@ -180,8 +185,8 @@ export class RedisStore implements VirtualStore {
     return this.#bus;
   }
 
-  /** The command connection (open stores only). */
-  get commands(): Redis {
+  /** The command connection (open stores only); in cluster mode ioredis's `Cluster`. */
+  get commands(): RedisClient {
     if (!this.#commands) throw new ConnectionLost('The Redis store is not open; call transport.connect() first.');
     return this.#commands;
   }
@@ -189,8 +194,8 @@ export class RedisStore implements VirtualStore {
   async open(): Promise<void> {
     this.#closed = false;
     const { factory, layout } = this.#settings;
-    const commands = factory.create('cmd', { enableAutoPipelining: this.#settings.autoPipelining });
-    const subscriber = factory.create('sub', { enableAutoPipelining: false });
+    const commands = factory.createClient('cmd', { enableAutoPipelining: this.#settings.autoPipelining });
+    const subscriber = factory.createClient('sub', { enableAutoPipelining: false });
     this.#watchConnection(commands);
     try {
       await commands.connect();
@@ -217,11 +222,13 @@ export class RedisStore implements VirtualStore {
     }
     this.#commands = commands;
     this.#subscriber = subscriber;
-    this.#pool = new BlockingPool(factory, commands);
+    this.#pool = factory.cluster ? new ClusterBlockingPool(factory, commands as Cluster) : new BlockingPool(factory, commands as Redis);
+    const scopes = (): Promise<readonly string[]> => this.queueScopes();
     this.#bus = new RedisFanoutBus(layout, commands, subscriber, this.#settings.warn);
     this.#sweeper = new Sweeper({
       commands,
       layout,
+      scopes,
       leaseSweepIntervalMs: this.#settings.leaseSweepIntervalMs,
       visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
       visibilityTimeout: this.#settings.visibilityTimeout,
@@ -232,7 +239,7 @@ export class RedisStore implements VirtualStore {
       onError: (error) => this.#reportError(error),
     });
     if (this.#settings.promoteDelayed) {
-      this.#promoter = new DelayedPromoter({ commands, subscriber, layout, onError: (error) => this.#reportError(error) });
+      this.#promoter = new DelayedPromoter({ commands, subscriber, layout, scopes, onError: (error) => this.#reportError(error) });
       await this.#promoter.start();
     }
   }
@@ -345,6 +352,11 @@ export class RedisStore implements VirtualStore {
   }
 
   async queueExists(name: string): Promise<boolean> {
+    if (this.layout.cluster) {
+      // Two slots (the queue's, kq's shared one): a pipeline may not span them.
+      const [lists, declared] = await Promise.all([this.commands.exists(...this.layout.queueKeys(name)), this.commands.hexists(this.layout.key('queues'), name)]);
+      return lists > 0 || declared > 0;
+    }
     const pipeline = this.commands.pipeline();
     pipeline.exists(...this.layout.queueKeys(name));
     pipeline.hexists(this.layout.key('queues'), name);
@@ -360,6 +372,7 @@ export class RedisStore implements VirtualStore {
       .hdel(this.layout.key('queues'), name)
       .del(this.layout.fanoutBindingsKey(name), this.layout.boundExchangesKey(name))
       .exec();
+    await this.#clusterQueues?.forget(name);
     return count;
   }
 
@@ -417,7 +430,14 @@ export class RedisStore implements VirtualStore {
 
   async pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {
     // The due time travels as a delay so the server clock decides (processes' clocks may disagree).
-    await DelayedPromoter.push(this.commands, this.layout, this.layout.listName(queue, priority), encodeEnvelope(message), dueAt - Date.now());
+    const envelope = encodeEnvelope(message);
+    await this.#clusterQueues?.note([queue]);
+    await DelayedPromoter.push(this.commands, this.layout, queue, this.layout.listName(queue, priority), envelope, dueAt - Date.now());
+  }
+
+  /** The scopes of the per-queue structures: every known queue in the cluster layout, `['']` in Kombu's. */
+  queueScopes(): Promise<readonly string[]> {
+    return this.#clusterQueues?.list() ?? Promise.resolve(DEFAULT_SCOPES);
   }
 
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
@@ -426,6 +446,7 @@ export class RedisStore implements VirtualStore {
     const max = Math.max(1, Math.trunc(options.max));
     const setKey = queues.length === 1 ? (queues[0] as string) : [...queues].sort().join('\n');
     const blocking = options.blockMs > 0;
+    if (this.#clusterQueues) return this.#claimCluster(queues, max, options, setKey);
     if (!blocking || !this.#idleSets.get(setKey)) {
       const { claims } = await this.#claimScript(queues, max, options.noAck, undefined);
       if (claims.length > 0 || !blocking) {
@@ -454,6 +475,119 @@ export class RedisStore implements VirtualStore {
     return claims;
   }
 
+  /**
+   * The cluster layout's claim: a script reaches one slot, so each queue is claimed by a call of its own (side by side:
+   * the queues may live on different shards), and an idle consumer waits on every queue at once, one BRPOP each.
+   */
+  async #claimCluster(queues: readonly string[], max: number, options: ClaimOptions, setKey: string): Promise<Claim[]> {
+    await this.#clusterQueues?.note(queues);
+    const blocking = options.blockMs > 0;
+    if (!blocking || !this.#idleSets.get(setKey)) {
+      const claims = await this.#claimEach(queues, max, options.noAck);
+      if (claims.length > 0 || !blocking) {
+        this.#noteIdle(setKey, claims.length < max);
+        return claims;
+      }
+    }
+    const pool = this.#pool;
+    if (!pool) throw new ConnectionLost('The Redis store was closed while a consumer was waiting for messages.');
+    const popped = await this.#waitAny(pool, queues, options.blockMs, options.signal);
+    const [message, ...extra] = popped;
+    // What the other waits popped while the first woke them goes back to the head of its list as it was: never handed
+    // out nor recorded, and taking it too could exceed `max` (the prefetch).
+    await Promise.all(extra.map((late) => this.#putBack(late)));
+    if (!message) {
+      this.#noteIdle(setKey, true);
+      return [];
+    }
+    if (options.onEarlyClaims && !options.noAck) {
+      const rest = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
+      this.#noteIdle(setKey, rest.length + 1 < max);
+      return rest;
+    }
+    const { claims } = await this.#recordPopped([message.queue], max, options.noAck, message);
+    this.#noteIdle(setKey, claims.length < max);
+    return claims;
+  }
+
+  /**
+   * Up to `max` claims over `queues`, one script call per queue, `max` shared out in the given order (the consumer's
+   * rotation), again over the queues that gave their full share while room is left. Handed out interleaved — the
+   * first of each queue, then the second of each... — as the one-script claim of Kombu's layout serves them.
+   */
+  async #claimEach(queues: readonly string[], max: number, noAck: boolean): Promise<RedisClaim[]> {
+    const taken = new Map<string, RedisClaim[]>(queues.map((queue) => [queue, []]));
+    let open = [...new Set(queues)];
+    let room = max;
+    let failure: unknown;
+    while (room > 0 && open.length > 0) {
+      const shares = open.map((_, index) => Math.floor(room / open.length) + (index < room % open.length ? 1 : 0));
+      const asked = open.filter((_, index) => (shares[index] as number) > 0);
+      const settled = await Promise.allSettled(asked.map((queue, index) => this.#claimScript([queue], shares[index] as number, noAck, undefined)));
+      const full: string[] = [];
+      settled.forEach((result, index) => {
+        const queue = asked[index] as string;
+        if (result.status === 'rejected') {
+          failure ??= result.reason;
+          return;
+        }
+        taken.get(queue)?.push(...result.value.claims);
+        room -= result.value.claims.length;
+        if (result.value.claims.length === shares[index]) full.push(queue);
+      });
+      open = full;
+    }
+    const claims = interleave([...taken.values()]);
+    // Claims already made are handed out (their records exist; dropped here they would wait for their leases to run
+    // out); the failure of another queue's call is reported only when nothing came of the whole claim.
+    if (claims.length === 0 && failure !== undefined) throw failure;
+    if (failure !== undefined) this.#reportError(failure);
+    return claims;
+  }
+
+  /**
+   * Waits on each queue's lists with a BRPOP of its own (a blocking command may name keys of one slot only); the
+   * first message ends the others' waits. Resolves to what was popped — usually one message, more when waits ended
+   * with a message of their own — or nothing when the time ran out or the wait was aborted.
+   */
+  async #waitAny(pool: BlockingWaiter, queues: readonly string[], blockMs: number, signal: AbortSignal | undefined): Promise<PoppedMessage[]> {
+    const unique = [...new Set(queues)];
+    const done = new AbortController();
+    const abort = (): void => done.abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    if (signal?.aborted) done.abort();
+    try {
+      const waits = unique.map(async (queue): Promise<PoppedMessage | undefined> => {
+        const keys = this.layout.queueKeys(queue);
+        const reply = await pool.brpop(keys, blockMs, done.signal);
+        if (!reply) return undefined;
+        done.abort();
+        const [key, raw] = reply;
+        return { queue, step: this.layout.parseListKey(key).step, key, raw };
+      });
+      const settled = await Promise.allSettled(waits);
+      const popped = settled.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
+      const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+      if (popped.length === 0 && failed) throw failed.reason;
+      return popped;
+    } finally {
+      signal?.removeEventListener('abort', abort);
+    }
+  }
+
+  /** Puts a popped message that was never recorded back at the head of its list, exactly as it was. */
+  async #putBack(popped: PoppedMessage): Promise<void> {
+    try {
+      await this.commands.rpush(popped.key, popped.raw);
+    } catch (error) {
+      this.#settings.warn(
+        `kq/redis: could not return a message popped from ${JSON.stringify(popped.key)}; its envelope follows so it can be ` +
+          `re-published by hand: ${popped.raw}`,
+      );
+      this.#reportError(error);
+    }
+  }
+
   /** Not async: one promise per ack (the batcher's), as a flood of short tasks acks at the rate it claims. */
   ack(claim: Claim): Promise<void> {
     const redisClaim = claim as RedisClaim;
@@ -480,7 +614,7 @@ export class RedisStore implements VirtualStore {
     }
     if (redisClaim.recording && !(await redisClaim.recording)) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
     this.#leases.release(token);
-    const done = await RESTORE.run(this.commands, [...this.#claimKeys(), target, this.#requestKey()], [tag, token, position, envelope]);
+    const done = await RESTORE.run(this.commands, [...this.#claimKeys(queue), target, this.#requestKey(queue)], [tag, token, position, envelope]);
     if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
   }
 
@@ -500,21 +634,33 @@ export class RedisStore implements VirtualStore {
     return this.#acks.add(claim);
   }
 
-  /** A fresh request key: the script remembers its reply there in case ioredis re-sends it after a reconnect. */
-  #requestKey(): string {
-    return this.layout.requestKey(`${this.#settings.storeId}:${++this.#requestSeq}`);
+  /**
+   * A fresh request key: the script remembers its reply there in case ioredis re-sends it after a reconnect (in the
+   * cluster layout, in the slot of the queue the script works on).
+   */
+  #requestKey(queue: string): string {
+    const id = `${this.#settings.storeId}:${++this.#requestSeq}`;
+    return this.layout.cluster ? this.layout.requestKey(id, queue) : this.layout.requestKey(id);
   }
 
-  #claimKeys(): string[] {
+  /** The records a claim of `queue` is kept in: shared by every queue in Kombu's layout, the queue's own in the cluster's. */
+  #claimKeys(queue: string): string[] {
     const { layout } = this;
-    return [layout.key('unacked'), layout.key('unackedIndex'), layout.key('leases'), layout.key('holders')];
+    return [layout.scopedKey('unacked', queue), layout.scopedKey('unackedIndex', queue), layout.scopedKey('leases', queue), layout.scopedKey('holders', queue)];
+  }
+
+  /** The lease scope of a claim of `queue` (see LeaseKeeper): the queue in the cluster layout, '' in Kombu's. */
+  #scope(queue: string): string {
+    return this.layout.cluster ? queue : '';
   }
 
   async #claimScript(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage | undefined): Promise<ClaimReply> {
     const { layout } = this;
     const tokenBase = `${this.#settings.storeId}:${++this.#claimSeq}`;
+    // One queue per call in the cluster layout (its records and lists share its slot); every queue at once otherwise.
+    const scope = queues[0] as string;
     const args: Array<string | number> = [
-      layout.prefix,
+      layout.cluster ? `${layout.prefix}{` : layout.prefix,
       layout.sep,
       max,
       noAck ? 1 : 0,
@@ -527,12 +673,14 @@ export class RedisStore implements VirtualStore {
     ];
     if (popped) args.push(1, popped.queue, popped.step, popped.raw, popped.token ?? '');
     else args.push(0);
-    const acks = this.#acks.take();
+    // Waiting acks ride along (one call instead of two), except in the cluster layout, where they may be of any queue.
+    const acks = layout.cluster ? [] : this.#acks.take();
     args.push(acks.length);
     for (const ack of acks) args.push(ack.tag, ack.token);
+    args.push(layout.cluster ? '}' : '');
     let reply: [string[], string[], number[]];
     try {
-      reply = (await CLAIM.run(this.commands, [...this.#claimKeys(), layout.key('quarantine'), this.#requestKey()], args)) as typeof reply;
+      reply = (await CLAIM.run(this.commands, [...this.#claimKeys(scope), layout.scopedKey('quarantine', scope), this.#requestKey(scope)], args)) as typeof reply;
     } catch (error) {
       this.#acks.failed(acks, error);
       throw error;
@@ -542,7 +690,7 @@ export class RedisStore implements VirtualStore {
     for (let at = 0; at < bad.length; at += 2) {
       this.#quarantined++;
       this.#settings.warn(
-        `kq/redis: moved an unreadable message from queue ${JSON.stringify(bad[at])} to ${layout.key('quarantine')}: ${bad[at + 1]}`,
+        `kq/redis: moved an unreadable message from queue ${JSON.stringify(bad[at])} to ${layout.scopedKey('quarantine', scope)}: ${bad[at + 1]}`,
       );
     }
     const claims: RedisClaim[] = [];
@@ -565,7 +713,7 @@ export class RedisStore implements VirtualStore {
         await this.#quarantineClaim(queue, step, raw, token, tag, error);
         continue;
       }
-      if (token !== '') this.#leases.hold(token, tag);
+      if (token !== '') this.#leases.hold(token, tag, this.#scope(queue));
       claims.push({ queue, message, step, raw, token, tag });
     }
     return { claims, poppedTag };
@@ -604,7 +752,7 @@ export class RedisStore implements VirtualStore {
         claim.recording = undefined;
         // A tag the script read differently would make every settle stale; the lease then brings the message back.
         if (poppedTag !== tag) return false;
-        this.#leases.hold(token, tag);
+        this.#leases.hold(token, tag, this.#scope(popped.queue));
         return true;
       },
       () => {
@@ -648,18 +796,27 @@ export class RedisStore implements VirtualStore {
     const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
     const key = this.layout.listKey(queue, step);
     this.#quarantined++;
-    this.#settings.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(queue)} to ${this.layout.key('quarantine')}: ${reason}`);
+    this.#settings.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(queue)} to ${this.layout.scopedKey('quarantine', queue)}: ${reason}`);
     await QUARANTINE.run(
       this.commands,
-      [...this.#claimKeys(), this.layout.key('quarantine'), this.#requestKey()],
+      [...this.#claimKeys(queue), this.layout.scopedKey('quarantine', queue), this.#requestKey(queue)],
       [tag, token, quarantineRecord({ queue, key, reason, raw })],
     );
   }
 
   async #sendAcks(acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
+    if (this.layout.cluster) {
+      // One script call per queue (each queue's records are in its own slot), all under way at once.
+      await Promise.all([...groupBy(acks, (ack) => ack.target.queue)].map(([queue, group]) => this.#sendAcksOf(queue, group)));
+      return;
+    }
+    await this.#sendAcksOf('', acks);
+  }
+
+  async #sendAcksOf(queue: string, acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
     const args: string[] = [];
     for (const ack of acks) args.push(ack.tag, ack.token);
-    const results = (await ACK.run(this.commands, [...this.#claimKeys(), this.#requestKey()], args)) as number[];
+    const results = (await ACK.run(this.commands, [...this.#claimKeys(queue), this.#requestKey(queue)], args)) as number[];
     acks.forEach((ack, index) => ack.settle(results[index] === 1));
   }
 
@@ -672,11 +829,18 @@ export class RedisStore implements VirtualStore {
     }
   }
 
-  async #renew(pairs: ReadonlyArray<readonly [string, string]>): Promise<string[]> {
-    if (!this.#commands || pairs.length === 0) return [];
-    const args: Array<string | number> = [this.#settings.leaseMs];
-    for (const [tag, token] of pairs) args.push(tag, token);
-    return (await RENEW.run(this.#commands, this.#claimKeys(), args)) as string[];
+  async #renew(pairs: ReadonlyArray<readonly [tag: string, token: string, scope: string]>): Promise<string[]> {
+    const commands = this.#commands;
+    if (!commands || pairs.length === 0) return [];
+    // One scope ('') in Kombu's layout; one per queue in the cluster layout, renewed side by side.
+    const lost = await Promise.all(
+      [...groupBy(pairs, ([, , scope]) => scope)].map(async ([scope, group]) => {
+        const args: Array<string | number> = [this.#settings.leaseMs];
+        for (const [tag, token] of group) args.push(tag, token);
+        return (await RENEW.run(commands, this.#claimKeys(scope), args)) as string[];
+      }),
+    );
+    return lost.flat();
   }
 
   #stale(action: string, claim: RedisClaim): StaleDeliveryError {
@@ -688,7 +852,7 @@ export class RedisStore implements VirtualStore {
     );
   }
 
-  #watchConnection(commands: Redis): void {
+  #watchConnection(commands: RedisClient): void {
     commands.on('ready', () => {
       if (this.#everReady) this.#settings.onConnectionState('ready');
       this.#everReady = true;
@@ -729,7 +893,31 @@ export class RedisStore implements VirtualStore {
   }
 }
 
-async function quit(client: Redis | undefined): Promise<void> {
+/** The first of each list, then the second of each, and so on. */
+function interleave<T>(lists: ReadonlyArray<readonly T[]>): T[] {
+  const out: T[] = [];
+  const longest = Math.max(0, ...lists.map((list) => list.length));
+  for (let at = 0; at < longest; at++) {
+    for (const list of lists) if (at < list.length) out.push(list[at] as T);
+  }
+  return out;
+}
+
+/** The scopes of Kombu's layout: one set of claim and delayed records for every queue. */
+const DEFAULT_SCOPES: readonly string[] = [''];
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+async function quit(client: RedisClient | undefined): Promise<void> {
   if (!client) return;
   try {
     await Promise.race([client.quit(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);

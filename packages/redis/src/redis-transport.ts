@@ -10,6 +10,7 @@ import {
 } from '@kq/core';
 import { parseBrokerUrl, type RedisEndpoint } from './broker-url';
 import { ConnectionFactory } from './connection-factory';
+import { countDelayed } from './delayed-count';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout } from './key-layout';
 import { RedisChannel } from './redis-channel';
 import { DEFAULTS, type RedisTransportOptions } from './redis-options';
@@ -17,7 +18,8 @@ import { RedisStore, newStoreId, type RedisStoreStats } from './redis-store';
 
 /**
  * Kombu-compatible Redis transport (`redis://`, `rediss://`, `sentinel://`): Python Celery/Kombu processes and kq
- * processes share queues, bindings, the unacked hash and PUB/SUB fanout. On top of Kombu's layout, deliveries a
+ * processes share queues, bindings, the unacked hash and PUB/SUB fanout. `redis+cluster://` (or the `cluster` option)
+ * selects kq's own Redis Cluster layout instead, which only kq processes speak (see the README). On top of Kombu's layout, deliveries a
  * kq consumer holds carry a lease renewed by a heartbeat — a long task is never redelivered by the visibility
  * timeout, a crashed kq consumer's deliveries come back after `leaseMs`, and a settle from a claim that was taken
  * back is refused (`StaleDeliveryError`). Delayed delivery is held in Redis.
@@ -40,6 +42,7 @@ export class RedisTransport extends VirtualTransport {
       steps,
       fanoutPrefix: options.fanoutPrefix === false ? '' : typeof options.fanoutPrefix === 'string' ? options.fanoutPrefix : `/${endpoint.db}.`,
       fanoutPatterns: options.fanoutPatterns ?? true,
+      cluster: endpoint.cluster !== undefined,
       names: {
         ...DEFAULT_KEY_NAMES,
         ...(options.unackedKey ? { unacked: options.unackedKey } : {}),
@@ -96,7 +99,11 @@ export class RedisTransport extends VirtualTransport {
 
   override async createChannel(): Promise<Channel> {
     await this.connect();
-    const channel = new RedisChannel(this, (queues) => this.#learnFanoutBindings(queues));
+    const channel = new RedisChannel(
+      this,
+      (queues) => this.#learnFanoutBindings(queues),
+      async () => countDelayed(this.redisStore.commands, this.layout, undefined, await this.redisStore.queueScopes()),
+    );
     this.#channels.add(channel);
     channel.on('close', () => this.#channels.delete(channel));
     return channel;
@@ -107,7 +114,7 @@ export class RedisTransport extends VirtualTransport {
     await super.close();
   }
 
-  /** `redis://…`, `rediss://…` or `sentinel://…` (see `parseBrokerUrl`). */
+  /** `redis://…`, `rediss://…`, `sentinel://…` or `redis+cluster://…` (see `parseBrokerUrl`). */
   static fromUrl(url: string, options: RedisTransportOptions = {}): RedisTransport {
     return new RedisTransport(url, options);
   }

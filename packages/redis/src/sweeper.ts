@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { priorityStep } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
 import { envelopePriority, markRedelivered } from '@kq/core';
 import type { KeyLayout } from './key-layout';
 import { LEASE_RESTORE, LEASE_SCAN, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
@@ -11,8 +11,13 @@ import { quarantineRecord } from './quarantine';
 const LEASE_BATCH = 200;
 
 export interface SweeperOptions {
-  commands: Redis;
+  commands: RedisClient;
   layout: KeyLayout;
+  /**
+   * The scopes whose records to sweep: `['']` in Kombu's layout (one set of records for every queue); the known
+   * queues in the cluster layout, where each queue keeps its own in its slot.
+   */
+  scopes: () => Promise<readonly string[]>;
   leaseSweepIntervalMs: number;
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
@@ -83,8 +88,19 @@ export class Sweeper {
   }
 
   async #sweepLeases(): Promise<number> {
+    let total = 0;
+    for (const scope of await this.#options.scopes()) total += await this.#sweepLeasesOf(scope);
+    return total;
+  }
+
+  async #sweepLeasesOf(scope: string): Promise<number> {
     const { commands, layout } = this.#options;
-    const keys = [layout.key('unacked'), layout.key('unackedIndex'), layout.key('leases'), layout.key('holders')];
+    const keys = [
+      layout.scopedKey('unacked', scope),
+      layout.scopedKey('unackedIndex', scope),
+      layout.scopedKey('leases', scope),
+      layout.scopedKey('holders', scope),
+    ];
     let total = 0;
     for (;;) {
       const found = (await LEASE_SCAN.run(commands, keys, [LEASE_BATCH])) as string[];
@@ -109,9 +125,20 @@ export class Sweeper {
 
   /** Kombu's `restore_visible`; resolves to how many deliveries it restored (0 when another process holds the mutex). */
   async sweepVisibility(): Promise<number> {
+    let total = 0;
+    for (const scope of await this.#options.scopes()) total += await this.#sweepVisibilityOf(scope);
+    return total;
+  }
+
+  async #sweepVisibilityOf(scope: string): Promise<number> {
     const { commands, layout, visibilityTimeout, mutexExpire, restoreLimit } = this.#options;
     const token = randomUUID().replace(/-/g, '');
-    const scanKeys = [layout.key('unacked'), layout.key('unackedIndex'), layout.key('holders'), layout.key('unackedMutex')];
+    const scanKeys = [
+      layout.scopedKey('unacked', scope),
+      layout.scopedKey('unackedIndex', scope),
+      layout.scopedKey('holders', scope),
+      layout.scopedKey('unackedMutex', scope),
+    ];
     const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [
       token,
       Math.round(mutexExpire * 1000),
@@ -124,7 +151,7 @@ export class Sweeper {
       const tag = found[at] as string;
       const score = found[at + 1] as string;
       const value = found[at + 2] ?? null;
-      args.push(tag, score, ...(await this.#visibilityTargets(tag, value)));
+      args.push(tag, score, ...(await this.#visibilityTargets(tag, value, scope)));
     }
     // Always run the second half: it releases the mutex.
     const restored = Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
@@ -132,8 +159,11 @@ export class Sweeper {
     return restored;
   }
 
-  /** (envelope, n, (op, key)…) for one stale delivery: its queues by Kombu's routing, else the quarantine list. */
-  async #visibilityTargets(tag: string, value: string | null): Promise<Array<string | number>> {
+  /**
+   * (envelope, n, (op, key)…) for one stale delivery: its queues by Kombu's routing, else the quarantine list. In the
+   * cluster layout a script reaches one queue's slot only, and the records are the queue's own: it goes back there.
+   */
+  async #visibilityTargets(tag: string, value: string | null, scope: string): Promise<Array<string | number>> {
     const { layout } = this.#options;
     if (value === null) return ['', 0]; // index entry without a message: Kombu just drops the index entry
     let document: JsonNode | undefined;
@@ -146,17 +176,18 @@ export class Sweeper {
     const exchangeNode = document?.kind === 'array' ? document.items[1] : undefined;
     const routingNode = document?.kind === 'array' ? document.items[2] : undefined;
     if (!envelopeNode || envelopeNode.kind !== 'object' || exchangeNode?.kind !== 'string' || routingNode?.kind !== 'string') {
-      return this.#toQuarantine(tag, value, 'the unacked entry is not [envelope, exchange, routing_key]');
+      return this.#toQuarantine(tag, value, 'the unacked entry is not [envelope, exchange, routing_key]', scope);
     }
     const envelope = writeDocument(envelopeNode);
     const headersNode = member(envelopeNode, 'headers');
     const headers = headersNode?.kind === 'object' ? (documentValue(headersNode) as Record<string, unknown>) : {};
-    const queues = await this.#options.route(exchangeNode.value, routingNode.value, headers);
+    const queues = layout.cluster ? [scope] : await this.#options.route(exchangeNode.value, routingNode.value, headers);
     if (queues.length === 0) {
       return this.#toQuarantine(
         tag,
         envelope,
         `no queue is bound to exchange ${JSON.stringify(exchangeNode.value)} with routing key ${JSON.stringify(routingNode.value)} any more`,
+        scope,
       );
     }
     const step = priorityStep(envelopePriority(envelope), layout.steps);
@@ -164,9 +195,10 @@ export class Sweeper {
     return [markRedelivered(envelope), queues.length, ...targets];
   }
 
-  #toQuarantine(tag: string, raw: string, reason: string): Array<string | number> {
-    this.#options.warn(`kq/redis: delivery ${tag} could not be restored and was moved to ${this.#options.layout.key('quarantine')}: ${reason}`);
-    return [quarantineRecord({ queue: '', key: '', reason, raw }), 1, 'LPUSH', this.#options.layout.names.quarantine];
+  #toQuarantine(tag: string, raw: string, reason: string, scope: string): Array<string | number> {
+    const { layout } = this.#options;
+    this.#options.warn(`kq/redis: delivery ${tag} could not be restored and was moved to ${layout.scopedKey('quarantine', scope)}: ${reason}`);
+    return [quarantineRecord({ queue: '', key: '', reason, raw }), 1, 'LPUSH', layout.scopedName('quarantine', scope)];
   }
 }
 

@@ -1,6 +1,10 @@
-import pino from 'pino';
+import type Pino from 'pino';
+import { lazyRequire } from './lazy-require';
 import type { LogLevel, LogSink } from './logger';
 import { activeTraceIds } from './telemetry/task-tracing';
+
+/** pino, loaded with the first JSON sink (see lazy-require.ts). */
+const loadPino = lazyRequire<typeof Pino>('pino');
 
 const PINO_LEVELS: Readonly<Record<LogLevel, 'debug' | 'info' | 'warn' | 'error' | 'fatal'>> = {
   debug: 'debug',
@@ -17,6 +21,7 @@ const PINO_LEVELS: Readonly<Record<LogLevel, 'debug' | 'info' | 'warn' | 'error'
  * `destination`.
  */
 export function jsonLogSink(options: { destination?: string } = {}): LogSink & { close(): Promise<void> } {
+  const pino = loadPino();
   const stream = options.destination ? pino.destination({ dest: options.destination, append: true, mkdir: true, sync: true }) : pino.destination({ fd: 2, sync: true });
   const logger = pino(
     {

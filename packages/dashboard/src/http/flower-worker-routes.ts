@@ -28,5 +28,10 @@ export function registerFlowerWorkerRoutes(server: FastifyInstance, dashboard: D
     return Object.fromEntries(dashboard.state.inspected);
   });
 
-  server.get('/api/queues/length', async () => ({ active_queues: await dashboard.sampleQueues() }));
+  // Flower's shape, plus `delayed`: the ETA messages the broker holds (`by_queue` where it can tell; null: cannot count).
+  server.get('/api/queues/length', async () => {
+    const active = await dashboard.sampleQueues();
+    const { delayed } = dashboard.state;
+    return { active_queues: active, delayed: delayed ? { total: delayed.total, ...(delayed.byQueue ? { by_queue: delayed.byQueue } : {}) } : null };
+  });
 }

@@ -6,6 +6,7 @@ import { registerDeadLetterRoutes } from './dead-letter-routes';
 import { registerFlowerControlRoutes } from './flower-control-routes';
 import { registerFlowerTaskRoutes } from './flower-task-routes';
 import { registerFlowerWorkerRoutes } from './flower-worker-routes';
+import { registerTaskResendRoutes } from './task-resend-routes';
 import { registerUiRoutes } from './ui-routes';
 
 /**
@@ -45,6 +46,7 @@ export async function buildServer(dashboard: Dashboard, options: { basicAuth: re
       registerFlowerTaskRoutes(scoped, dashboard);
       registerFlowerControlRoutes(scoped, dashboard);
       registerDeadLetterRoutes(scoped, dashboard);
+      registerTaskResendRoutes(scoped, dashboard);
       registerUiRoutes(scoped, dashboard, prefix);
     },
     { prefix },

@@ -1,4 +1,5 @@
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import type { CronExpression, CronExpressionParser } from 'cron-parser';
+import { lazyRequire } from '../lazy-require';
 import { assertTimeZone } from '../protocol/index';
 import type { ApplyOptions } from '../task';
 import { BeatScheduleError } from './errors';
@@ -10,6 +11,9 @@ import { BeatScheduleError } from './errors';
  * - `catch-up`: send every one of them, oldest first (at most `maxCatchUp`).
  * Ticks late by less than the grace are always sent, whatever the policy: a failover is not a misfire.
  */
+/** cron-parser, loaded with the first cron entry (see lazy-require.ts). */
+const loadCronParser = lazyRequire<{ CronExpressionParser: typeof CronExpressionParser }>('cron-parser');
+
 export type MisfirePolicy = 'run-once' | 'skip' | 'catch-up';
 
 export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['run-once', 'skip', 'catch-up'];
@@ -189,7 +193,7 @@ export class ScheduleEntry {
   }
 
   #cronFrom(ms: number): CronExpression {
-    return CronExpressionParser.parse(this.cron as string, { currentDate: new Date(ms), tz: this.timezone });
+    return loadCronParser().CronExpressionParser.parse(this.cron as string, { currentDate: new Date(ms), tz: this.timezone });
   }
 }
 

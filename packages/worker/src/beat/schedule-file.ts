@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import type * as Yaml from 'yaml';
+import { lazyRequire } from '../lazy-require';
 import { BeatScheduleError } from './errors';
 import type { BeatEntryDefinition, MisfirePolicy } from './schedule-entry';
 
@@ -12,6 +13,9 @@ export interface BeatScheduleFile {
   misfire?: MisfirePolicy;
   misfireGrace?: number;
 }
+
+/** yaml, loaded with the first schedule parsed (see lazy-require.ts). */
+const loadYaml = lazyRequire<typeof Yaml>('yaml');
 
 const TOP_LEVEL_KEYS = new Set(['entries', 'group', 'timezone', 'misfire', 'misfireGrace']);
 
@@ -27,7 +31,7 @@ const TOP_LEVEL_KEYS = new Set(['entries', 'group', 'timezone', 'misfire', 'misf
 export function parseSchedule(text: string, source = 'schedule'): BeatScheduleFile {
   let data: unknown;
   try {
-    data = parseYaml(text);
+    data = loadYaml().parse(text);
   } catch (error) {
     throw new BeatScheduleError(`${source} is not valid JSON or YAML: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
