@@ -64,6 +64,10 @@ const worker = app.worker({
   cluster: false,
   enableRemoteControl: false,
 });
+// After the ack's own turn: on AMQP the frame is written to the socket in the turn after the ack is handed over.
+worker.on('settled', (request, action) => {
+  if (action !== 'requeue') setImmediate(() => ledger.record('acked', request.id));
+});
 worker.installSignalHandlers(() => void app.close().finally(() => process.exit(0)));
 await worker.start();
 process.stdout.write('ready\n');

@@ -2,7 +2,8 @@ import { appendFileSync, readFileSync } from 'node:fs';
 
 /**
  * What the workers under test did, one line per event, appended synchronously (a SIGKILL loses nothing that was
- * written): `start <id> <pid> <ms>` when a task run begins, `finish <id> <pid> <ms>` when it returned.
+ * written): `start <id> <pid> <ms>` when a task run begins, `finish <id> <pid> <ms>` when it returned, `acked <id>
+ * <pid> <ms>` once its ack (or reject) reached the broker. A run started and not acked may run again.
  */
 export class Ledger {
   readonly path: string;
@@ -11,7 +12,7 @@ export class Ledger {
     this.path = path;
   }
 
-  record(kind: 'start' | 'finish', id: string): void {
+  record(kind: LedgerKind, id: string): void {
     appendFileSync(this.path, `${kind} ${id} ${process.pid} ${Date.now()}\n`);
   }
 
@@ -25,14 +26,16 @@ export class Ledger {
     const entries: LedgerEntry[] = [];
     for (const line of text.split('\n')) {
       const [kind, id, pid, at] = line.split(' ');
-      if ((kind === 'start' || kind === 'finish') && id && pid && at) entries.push({ kind, id, pid: Number(pid), at: Number(at) });
+      if ((kind === 'start' || kind === 'finish' || kind === 'acked') && id && pid && at) entries.push({ kind, id, pid: Number(pid), at: Number(at) });
     }
     return entries;
   }
 }
 
+export type LedgerKind = 'start' | 'finish' | 'acked';
+
 export interface LedgerEntry {
-  kind: 'start' | 'finish';
+  kind: LedgerKind;
   id: string;
   pid: number;
   at: number;

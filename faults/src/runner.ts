@@ -86,13 +86,14 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
       send,
       mark: (victim) => {
         marks.push(Date.now());
-        // Runs the victim (else the live workers) started and did not finish; a dead worker is counted at its own fault.
+        // Runs the victim (else the live workers) started and did not get acked: a run that finished but whose ack had
+        // not reached the broker runs again as surely as one cut short. A dead worker is counted at its own fault.
         const alive = new Set((victim ? [victim] : workers.filter((worker) => worker.alive)).map((worker) => worker.child.pid));
         const open = new Set<string>();
         for (const entry of ledger.read()) {
           const run = `${entry.id} ${entry.pid}`;
           if (entry.kind === 'start') open.add(run);
-          else open.delete(run);
+          else if (entry.kind === 'acked') open.delete(run);
         }
         inFlight += [...open].filter((run) => alive.has(Number(run.split(' ')[1]))).length;
       },

@@ -33,6 +33,9 @@ export class AckCoalescer {
   readonly #byTag = new Map<number, Entry>();
   #pending = 0;
   #scheduled = false;
+  /** Settled when this turn's acks have been written; one promise shared by every ack of the turn. */
+  #flushed: Promise<void> = Promise.resolve();
+  #resolveFlushed: () => void = () => undefined;
 
   constructor(channel: AmqplibChannel) {
     this.#channel = channel;
@@ -45,15 +48,23 @@ export class AckCoalescer {
     this.#byTag.set(message.fields.deliveryTag, entry);
   }
 
-  /** Acks at the end of this turn of the event loop. Throws when the delivery is not open on this channel. */
-  ack(message: AmqplibConsumeMessage): void {
+  /**
+   * Acks at the end of this turn of the event loop; the promise settles once the frame is handed to the connection
+   * (or the channel is found gone, when the broker requeues the message anyway). Throws when the delivery is not open
+   * on this channel.
+   */
+  ack(message: AmqplibConsumeMessage): Promise<void> {
     const entry = this.#open(message);
     entry.state = Settle.AckPending;
     this.#pending++;
     if (!this.#scheduled) {
       this.#scheduled = true;
+      this.#flushed = new Promise((resolve) => {
+        this.#resolveFlushed = resolve;
+      });
       setImmediate(() => this.flush());
     }
+    return this.#flushed;
   }
 
   /** Rejects now (with or without requeue). Throws when the delivery is not open on this channel. */
@@ -70,6 +81,16 @@ export class AckCoalescer {
    */
   flush(): void {
     this.#scheduled = false;
+    const resolveFlushed = this.#resolveFlushed;
+    this.#resolveFlushed = () => undefined;
+    try {
+      this.#send();
+    } finally {
+      resolveFlushed();
+    }
+  }
+
+  #send(): void {
     if (this.#pending === 0) return;
     try {
       let last: Entry | undefined;

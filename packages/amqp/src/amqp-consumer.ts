@@ -439,10 +439,11 @@ export class AmqpConsumer implements ConsumerHandle {
       );
     }
     if (!this.#slot.owns(channel, incarnation)) return Promise.reject(staleDelivery(action, tag, queue));
+    let sent = SETTLED;
     try {
       const acks = this.#coalescerOf(channel);
       if (!acks) throw new Error('no longer the consumer channel');
-      if (action === 'ack') acks.ack(message);
+      if (action === 'ack') sent = acks.ack(message);
       else acks.reject(message, action === 'requeue');
     } catch {
       return Promise.reject(staleDelivery(action, tag, queue));
@@ -456,7 +457,7 @@ export class AmqpConsumer implements ConsumerHandle {
       if (this.#cancelled && this.#inflight === 0) void this.#finish();
       else this.#schedulePump();
     }
-    return SETTLED;
+    return sent;
   }
 
   #schedulePump(): void {

@@ -37,6 +37,21 @@ describe('AckCoalescer', () => {
     expect(frames).toEqual([{ kind: 'ack', tag: 3, multiple: true }]);
   });
 
+  it("an ack's promise settles once its frame is handed to the channel, one promise for the turn", async () => {
+    const { channel, frames } = fakeChannel();
+    const acks = new AckCoalescer(channel);
+    const messages = [1, 2].map(delivery);
+    for (const message of messages) acks.received(message);
+    let settled = 0;
+    const first = acks.ack(messages[0] as AmqplibConsumeMessage).then(() => settled++);
+    const second = acks.ack(messages[1] as AmqplibConsumeMessage).then(() => settled++);
+    await Promise.resolve();
+    expect(settled).toBe(0);
+    expect(frames).toEqual([]);
+    await Promise.all([first, second]);
+    expect(frames).toEqual([{ kind: 'ack', tag: 2, multiple: true }]);
+  });
+
   it('acks behind an open delivery go out one by one, not held back by it', () => {
     const { channel, frames } = fakeChannel();
     const acks = new AckCoalescer(channel);

@@ -215,6 +215,23 @@ describe('Worker on memory://', () => {
     expect(worker.scheduled()).toHaveLength(0);
   });
 
+  it("reports each message's settlement once the broker has it: after an acks-late task's run, a reject for Reject", async () => {
+    const late = app.task('settle.late', () => 'ok', { acksLate: true });
+    const refused = app.task('settle.refused', () => {
+      throw new Reject('not this one', false);
+    }, { acksLate: true });
+    await startWorker();
+    const settled: string[] = [];
+    let finishedBeforeAck = false;
+    worker.on('task', (kind, request) => void (kind === 'succeeded' && request.name === 'settle.late' && (finishedBeforeAck = !settled.length)));
+    worker.on('settled', (request, action) => void settled.push(`${request.name} ${action}`));
+    expect(await (await late.applyAsync([])).get({ timeout: 5000 })).toBe('ok');
+    await refused.applyAsync([]);
+    await waitFor(() => settled.length === 2);
+    expect(finishedBeforeAck).toBe(true);
+    expect(settled).toEqual(['settle.late ack', 'settle.refused reject']);
+  });
+
   it('sends one task-received for a task it deferred to the broker, when it comes back to run', async () => {
     const job = app.task('later3', () => 'done');
     // Sent by a client that publishes ETA tasks at once; this worker then defers it to the broker.

@@ -451,6 +451,7 @@ export class Request {
       if (action === 'ack') await this.delivery.ack();
       else if (action === 'reject') await this.delivery.reject(reason);
       else await this.delivery.requeue();
+      this.worker.emitSettled(this, action);
     } catch (error) {
       // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
       // and at-least-once delivery means it will run again elsewhere.

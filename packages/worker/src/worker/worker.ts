@@ -71,6 +71,11 @@ export type WorkerEvents = {
   ready: [];
   /** Every task lifecycle step, with Celery's event fields. */
   task: [kind: TaskEventKind, request: Request, fields: Record<string, unknown>];
+  /**
+   * A task's message was acked, rejected or requeued, and the broker has it (Redis replied; on AMQP the frame was
+   * written to the connection). Until then a crash runs the task again: at-least-once delivery.
+   */
+  settled: [request: Request, action: 'ack' | 'reject' | 'requeue'];
   /** A message that could not become a task (undecodable, malformed, unknown task, redelivered too often). */
   rejected: [delivery: Delivery, reason: Error];
   /** A task message named a task this worker does not have (Celery sends `task-failed` for it). */
@@ -350,6 +355,10 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   emitTask(kind: TaskEventKind, request: Request, fields: Readonly<Record<string, unknown>> = NO_FIELDS): void {
     this.emit('task', kind, request, fields);
+  }
+
+  emitSettled(request: Request, action: 'ack' | 'reject' | 'requeue'): void {
+    this.emit('settled', request, action);
   }
 
   async #updatePrefetch(): Promise<void> {
