@@ -86,6 +86,29 @@ describe.skipIf(!up)('quorum queues, TTL and dead-lettering', () => {
     expect((delivery.headers['x-death'] as Array<Record<string, unknown>>)[0]).toMatchObject({ reason: 'expired', 'original-expiration': '50' });
   });
 
+  it('takes a message past its delivery limit out of a quorum queue, into the dead-letter exchange', async () => {
+    const dead = await deadLetterTarget('limit');
+    const source = await queue('limit', { queueType: 'quorum', deliveryLimit: 2, deadLetterExchange: dead.exchange });
+    await channel.publish('', source, message('poison'));
+    let deliveries = 0;
+    const handle = await channel.consume({
+      queues: [source],
+      prefetch: 1,
+      onMessage: (delivery) => {
+        deliveries++;
+        void delivery.requeue();
+      },
+    });
+    const delivery = await next(dead.queue);
+    await handle.cancel();
+    await delivery.ack();
+    // The first delivery and two more: the limit counts redeliveries.
+    expect(deliveries).toBe(3);
+    expect(delivery.body.toString()).toBe('poison');
+    expect((delivery.headers['x-death'] as Array<Record<string, unknown>>)[0]).toMatchObject({ queue: source, reason: 'delivery_limit' });
+    expect((await channel.checkQueue(source)).messageCount).toBe(0);
+  });
+
   it('dead-letters rejected messages, quorum and classic, and counts the deaths', async () => {
     for (const queueType of ['classic', 'quorum'] as const) {
       const dead = await deadLetterTarget(`reject-${queueType}`);

@@ -75,6 +75,9 @@ export class QueueNotFound extends KqError {
   }
 }
 
+/** A queue's options contradict each other or what its broker supports; the message says which to change. */
+export class InvalidQueueOptions extends KqError {}
+
 /** An entity was re-declared with different flags or arguments than it already has. */
 export class PreconditionFailed extends KqError {}
 

@@ -1,4 +1,5 @@
 import { Binding } from './binding';
+import { InvalidQueueOptions } from './errors';
 import { type Exchange, stableJson } from './exchange';
 
 export type QueueType = 'classic' | 'quorum';
@@ -32,6 +33,12 @@ export interface QueueOptions {
   maxLengthBytes?: number;
   /** `x-queue-type` (RabbitMQ). Quorum queues are durable, replicated, and count redeliveries. */
   queueType?: QueueType;
+  /**
+   * Quorum queues only (`x-delivery-limit`): a message delivered this many times more without an ack is taken out
+   * of the queue, to `deadLetterExchange` when there is one (reason `delivery_limit`), else dropped. Stops a message
+   * that kills every worker it reaches from looping forever.
+   */
+  deliveryLimit?: number;
   /** Extra broker-specific queue arguments, merged over the ones derived above. */
   arguments?: Record<string, unknown>;
 }
@@ -51,6 +58,7 @@ export class Queue {
   readonly maxLength: number | undefined;
   readonly maxLengthBytes: number | undefined;
   readonly queueType: QueueType | undefined;
+  readonly deliveryLimit: number | undefined;
   readonly extraArguments: Readonly<Record<string, unknown>>;
 
   constructor(name: string, options: QueueOptions = {}) {
@@ -70,7 +78,9 @@ export class Queue {
     this.maxLength = options.maxLength;
     this.maxLengthBytes = options.maxLengthBytes;
     this.queueType = options.queueType;
+    this.deliveryLimit = options.deliveryLimit;
     this.extraArguments = { ...(options.arguments ?? {}) };
+    if (this.deliveryLimit !== undefined) checkDeliveryLimit(name, this.deliveryLimit, this.queueType ?? this.extraArguments['x-queue-type']);
   }
 
   /** The first binding's exchange, as Kombu's `queue.exchange`. */
@@ -93,6 +103,7 @@ export class Queue {
     if (this.maxLength !== undefined) options.maxLength = this.maxLength;
     if (this.maxLengthBytes !== undefined) options.maxLengthBytes = this.maxLengthBytes;
     if (this.queueType !== undefined) options.queueType = this.queueType;
+    if (this.deliveryLimit !== undefined) options.deliveryLimit = this.deliveryLimit;
     if (Object.keys(this.extraArguments).length > 0) options.arguments = { ...this.extraArguments };
     return options;
   }
@@ -111,6 +122,7 @@ export class Queue {
     set('x-max-length', this.maxLength);
     set('x-max-length-bytes', this.maxLengthBytes);
     set('x-queue-type', this.queueType);
+    set('x-delivery-limit', this.deliveryLimit);
     return { ...args, ...this.extraArguments };
   }
 
@@ -122,6 +134,19 @@ export class Queue {
       this.exclusive === other.exclusive &&
       this.autoDelete === other.autoDelete &&
       stableJson(this.toArguments()) === stableJson(other.toArguments())
+    );
+  }
+}
+
+/** RabbitMQ counts deliveries only on quorum queues: elsewhere the limit would be accepted and do nothing. */
+function checkDeliveryLimit(queue: string, limit: number, queueType: unknown): void {
+  if (!Number.isInteger(limit) || limit < 0) {
+    throw new InvalidQueueOptions(`Queue ${JSON.stringify(queue)}: deliveryLimit must be a whole number of redeliveries (0 or more), not ${String(limit)}.`);
+  }
+  if (queueType !== 'quorum') {
+    throw new InvalidQueueOptions(
+      `Queue ${JSON.stringify(queue)}: deliveryLimit needs queueType: 'quorum' (RabbitMQ counts deliveries only on quorum queues). ` +
+        `Declare it as a quorum queue, or leave deliveryLimit out and let the worker's workerMaxRedeliveries stop a message that keeps killing workers.`,
     );
   }
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Binding } from '../src/binding';
 import { Exchange } from '../src/exchange';
 import { Queue } from '../src/queue';
+import { InvalidQueueOptions } from '../src/errors';
 
 describe('Exchange', () => {
   it("has Kombu's defaults", () => {
@@ -48,6 +49,20 @@ describe('Queue', () => {
       'x-queue-type': 'quorum',
       'x-overflow': 'reject-publish',
     });
+  });
+
+  it('declares a delivery limit on quorum queues as x-delivery-limit, and keeps it in its options', () => {
+    const queue = new Queue('poisonable', { queueType: 'quorum', deliveryLimit: 3 });
+    expect(queue.toArguments()).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 3 });
+    expect(new Queue('again', queue.toOptions()).sameDeclaration(new Queue('again', { queueType: 'quorum', deliveryLimit: 3 }))).toBe(true);
+    expect(new Queue('raw', { arguments: { 'x-queue-type': 'quorum' }, deliveryLimit: 0 }).toArguments()['x-delivery-limit']).toBe(0);
+  });
+
+  it('refuses a delivery limit where RabbitMQ would ignore it (classic queues) or that is not a count', () => {
+    expect(() => new Queue('classic', { deliveryLimit: 3 })).toThrow(InvalidQueueOptions);
+    expect(() => new Queue('classic', { queueType: 'classic', deliveryLimit: 3 })).toThrow(/needs queueType: 'quorum'/);
+    expect(() => new Queue('q', { queueType: 'quorum', deliveryLimit: 1.5 })).toThrow(/whole number/);
+    expect(() => new Queue('q', { queueType: 'quorum', deliveryLimit: -1 })).toThrow(InvalidQueueOptions);
   });
 
   it('keeps extra bindings after the exchange binding', () => {

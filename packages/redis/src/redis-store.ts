@@ -940,6 +940,7 @@ function queueOptions(queue: Queue): Record<string, unknown> {
     maxLength: queue.maxLength,
     maxLengthBytes: queue.maxLengthBytes,
     queueType: queue.queueType,
+    deliveryLimit: queue.deliveryLimit,
     arguments: queue.extraArguments,
   };
 }

@@ -83,6 +83,8 @@ export class App implements AppContract {
       });
     this.#codecs.catch(() => undefined); // reported by codecsReady(), where it is awaited
     this.router = new Router(this.conf);
+    // The default queue's declaration is checked now (a delivery limit on a classic queue is refused at start-up).
+    this.router.queue(this.conf.taskDefaultQueue);
     this.control = new Control(this);
     this.log = new Logger(name);
     for (const builtin of builtinTasks(this)) this.task(builtin.name, builtin.fn as unknown as TaskFunction<unknown[], unknown>, builtin.options);

@@ -1,5 +1,5 @@
 import type { LogFormat } from './logger';
-import type { Queue, RetryPolicy } from '@kq/core';
+import type { Queue, QueueType, RetryPolicy } from '@kq/core';
 
 /** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */
 export interface Route {
@@ -44,6 +44,13 @@ export interface AppConfig {
   taskDefaultPriority: number | null;
   /** `x-max-priority` for queues kq creates (RabbitMQ). */
   taskQueueMaxPriority: number | null;
+  /** The type of the queues kq creates (Celery 5.5's `task_default_queue_type`): `'quorum'` replicates them on a cluster. */
+  taskDefaultQueueType: QueueType;
+  /**
+   * `x-delivery-limit` for the quorum queues kq creates (kq only: Celery has no such setting, so a Celery worker that
+   * declares the same queue must pass it in its `task_queues` `queue_arguments`, or RabbitMQ refuses the mismatch).
+   */
+  taskDefaultDeliveryLimit: number | null;
   /** Extra queues, declared by workers that consume them. */
   taskQueues: readonly Queue[];
   taskRoutes: TaskRoutes | null;
@@ -121,6 +128,8 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   taskDefaultDeliveryMode: 2,
   taskDefaultPriority: null,
   taskQueueMaxPriority: null,
+  taskDefaultQueueType: 'classic',
+  taskDefaultDeliveryLimit: null,
   taskQueues: [],
   taskRoutes: null,
   taskCreateMissingQueues: true,

@@ -78,6 +78,9 @@ export class Router {
         exchange: new Exchange(exchangeName, { type: this.#config.taskDefaultExchangeType }),
         routingKey,
         ...(this.#config.taskQueueMaxPriority === null ? {} : { maxPriority: this.#config.taskQueueMaxPriority }),
+        // Classic is declared with no argument, as Celery does, so both declare the same queue.
+        ...(this.#config.taskDefaultQueueType === 'quorum' ? { queueType: 'quorum' as const } : {}),
+        ...(this.#config.taskDefaultDeliveryLimit === null ? {} : { deliveryLimit: this.#config.taskDefaultDeliveryLimit }),
       });
       this.#queues.set(name, queue);
     }

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { InvalidQueueOptions } from '@kq/core';
 import { App } from '../src/app';
 
 describe("Celery's setting names", () => {
@@ -15,6 +16,18 @@ describe("Celery's setting names", () => {
     expect(app.conf.taskDefaultQueue).toBe('q1');
     expect(app.conf.taskAcksLate).toBe(true);
     await app.codecsReady(); // msgpack loaded because it was named
+  });
+
+  it("task_default_queue_type = 'quorum' declares the queues kq creates as quorum queues, as Celery 5.5 does", () => {
+    app = new App('proj', { broker_url: 'memory://settings', task_default_queue_type: 'quorum', task_default_delivery_limit: 5 });
+    expect(app.router.queue('celery').toArguments()).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 5 });
+    expect(app.router.queue('other').toArguments()).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 5 });
+    // Classic, the default, is declared with no argument at all, as Celery declares it.
+    expect(new App('classic', { broker_url: 'memory://settings' }).router.queue('celery').toArguments()).toEqual({});
+  });
+
+  it('refuse a delivery limit on classic queues at start-up, where RabbitMQ would ignore it', () => {
+    expect(() => new App('proj', { broker_url: 'memory://settings', task_default_delivery_limit: 5 })).toThrow(InvalidQueueOptions);
   });
 
   it('refuse a name that is no setting, instead of ignoring it', () => {

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Exchange, Queue } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
@@ -52,7 +53,10 @@ for (const setup of setups) {
       };
     };
 
-    const startWorker = async (env: Record<string, string>, name: string): Promise<ChildProcess> => {
+    const exited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
+
+    /** A worker process, once it says it is ready; `mayDie` when the task waiting for it kills it first. */
+    const startWorker = async (env: Record<string, string>, name: string, mayDie = false): Promise<ChildProcess> => {
       // node itself (with tsx's loader), not the tsx CLI: SIGKILL must hit the worker, not a wrapper process.
       const child = spawn(process.execPath, ['--import', 'tsx', workerScript], {
         cwd: root,
@@ -63,8 +67,8 @@ for (const setup of setups) {
       let output = '';
       child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      await waitFor(() => output.includes('ready') || child.exitCode !== null, 30_000, `worker ${name} to start`);
-      if (child.exitCode !== null) throw new Error(`worker ${name} exited: ${output}`);
+      await waitFor(() => output.includes('ready') || exited(child), 30_000, `worker ${name} to start`);
+      if (exited(child) && !mayDie) throw new Error(`worker ${name} exited: ${output}`);
       return child;
     };
 
@@ -163,6 +167,45 @@ for (const setup of setups) {
       expect(lines(marker).filter((line) => line.startsWith('done'))).toHaveLength(starts.length);
       if (setup.backend !== 'rpc://') expect(await result.state()).toBe('SUCCESS');
     }, 60_000);
+
+    it.skipIf(setup.kind !== 'amqp')('a task that kills every worker leaves the quorum queue at its delivery limit, for its dead-letter queue', async () => {
+      const { env: base, dir, ns } = context();
+      const env = { ...base, KQ_TEST_DELIVERY_LIMIT: '2', KQ_TEST_DEAD_LETTER_EXCHANGE: `${ns}.dlx` };
+      const queue = `${ns}.q`;
+      const marker = join(dir, 'kill.log');
+      app = new App('client', {
+        broker: setup.broker,
+        backend: setup.backend,
+        taskDefaultQueue: queue,
+        controlExchange: ns,
+        taskQueues: [new Queue(queue, { exchange: new Exchange(queue), routingKey: queue, queueType: 'quorum', deliveryLimit: 2, deadLetterExchange: `${ns}.dlx` })],
+      });
+      const channel = await app.connection.channel();
+      await channel.declareQueue(new Queue(`${ns}.dead`, { durable: false, exchange: new Exchange(`${ns}.dlx`, { type: 'fanout', durable: false }) }));
+      const poison = await app.sendTask('rel.kill_worker', [marker]);
+      let dead = null;
+      for (let worker = 0; worker < 6 && !dead; worker++) {
+        const child = await startWorker(env, `victim${worker}@test`, true);
+        await new Promise<void>((resolve) => (exited(child) ? resolve() : child.once('exit', () => resolve())));
+        // The broker dead-letters the message as the connection of the third victim closes.
+        await waitFor(() => lines(marker).length > worker, 10_000, `run ${worker + 1}`).catch(() => undefined);
+        for (let poll = 0; poll < 20 && !dead; poll++) {
+          dead = await channel.get(`${ns}.dead`);
+          if (!dead) await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      expect(dead, `runs: ${lines(marker).join(', ')}`).not.toBeNull();
+      await dead!.ack();
+      // The first delivery and two redeliveries, each killing its worker: then the broker stops handing it out.
+      expect(lines(marker)).toHaveLength(3);
+      expect(dead!.headers['id']).toBe(poison.id);
+      expect((dead!.headers['x-death'] as Array<Record<string, unknown>>)[0]).toMatchObject({ queue, reason: 'delivery_limit' });
+      await startWorker(env, 'survivor@test');
+      expect(await (await app.sendTask('rel.echo', ['after the poison'])).get({ timeout: 20_000 })).toBe('after the poison');
+      await channel.deleteQueue(queue).catch(() => undefined);
+      await channel.deleteQueue(`${ns}.dead`).catch(() => undefined);
+      await channel.deleteExchange(`${ns}.dlx`).catch(() => undefined);
+    }, 90_000);
 
     it('keeps working when malformed messages are pushed into the live queue', async () => {
       const { env, ns } = context();
