@@ -14,6 +14,7 @@ export default defineConfig({
       '@kq/worker': src('./packages/worker/src/index.ts'),
       '@kq/dashboard': src('./packages/dashboard/src/index.ts'),
       '@kq/test-harness/redis-cluster': src('./test-harness/src/redis-cluster.ts'),
+      '@kq/test-harness/rabbit-cluster': src('./test-harness/src/rabbit-cluster.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),
     },
   },
@@ -24,9 +25,9 @@ export default defineConfig({
       'examples/*/test/**/*.test.ts',
       'bench/test/**/*.test.ts',
     ],
-    // The Redis Cluster suites start clusters of their own and take minutes: `pnpm test:clusters` runs them; a plain
-    // `pnpm test` runs only their smoke (packages/redis/test/cluster-smoke.test.ts).
-    exclude: [...configDefaults.exclude, ...(process.env['KQ_CLUSTER_TESTS'] === '1' ? [] : ['packages/redis/test/cluster/**'])],
+    // The Redis Cluster and RabbitMQ cluster suites start clusters of their own and take minutes: `pnpm test:clusters`
+    // runs them; a plain `pnpm test` runs only the Redis Cluster smoke (packages/redis/test/cluster-smoke.test.ts).
+    exclude: [...configDefaults.exclude, ...(process.env['KQ_CLUSTER_TESTS'] === '1' ? [] : ['packages/redis/test/cluster/**', 'packages/amqp/test/cluster/**'])],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default'],

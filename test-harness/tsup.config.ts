@@ -11,8 +11,9 @@ export default defineConfig([
     shims: true,
   },
   {
-    // Private Redis Clusters for the fault suite and the benchmark, importable without the suite (and vitest).
-    entry: ['src/redis-cluster.ts'],
+    // Private Redis Clusters and RabbitMQ nodes and clusters for the fault suite, the benchmark and the cluster tests,
+    // importable without the suite (and vitest).
+    entry: ['src/redis-cluster.ts', 'src/rabbit-cluster.ts'],
     format: ['esm'],
     dts: true,
     sourcemap: true,

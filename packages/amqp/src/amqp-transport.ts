@@ -39,6 +39,8 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
   readonly name = 'amqp';
   readonly capabilities: TransportCapabilities;
   readonly options: ResolvedAmqpOptions;
+  /** How many brokers the URL lists (Kombu's failover list): more than one is a cluster. */
+  readonly brokerCount: number;
   readonly supervisor: ConnectionSupervisor;
   readonly topology = new Topology();
   readonly ladder: DelayLadder;
@@ -54,6 +56,7 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
     super();
     this.options = resolveOptions(options);
     const brokers = new BrokerAlternates(url, this.options.failoverStrategy);
+    this.brokerCount = brokers.urls.length;
     this.ladder = new DelayLadder(this.options.delayLadderPrefix);
     this.capabilities = {
       exchangeTypes: ['direct', 'topic', 'fanout', 'headers'],

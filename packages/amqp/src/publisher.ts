@@ -29,6 +29,8 @@ interface PendingPublish extends PublishRequest {
 
 /** A message on a channel the broker closed this many times (not a connection loss) is refused, not retried. */
 const MAX_CHANNEL_ERRORS = 3;
+/** After a basic.nack the channel is replaced, at most this often (a full queue nacks every publish). */
+const NACK_RESET_INTERVAL_MS = 1000;
 
 export interface PublisherOptions {
   confirms: boolean;
@@ -66,6 +68,7 @@ export class Publisher {
   #closed = false;
   #final = false;
   #idleWaiters: Array<() => void> = [];
+  #lastNackReset = 0;
 
   constructor(supervisor: ConnectionSupervisor, options: PublisherOptions) {
     this.#options = options;
@@ -227,6 +230,7 @@ export class Publisher {
             `x-overflow=reject-publish, or the broker could not store it. It was not delivered; retry later.`,
         ),
       );
+      this.#replaceAfterNack();
     } else if (this.#final) {
       pending.reject(
         new ChannelClosed(
@@ -240,6 +244,20 @@ export class Publisher {
       this.#schedulePump();
     }
     this.#checkIdle();
+  }
+
+  /**
+   * A channel that published to a quorum queue while its leader was being re-elected can stay refused: on RabbitMQ
+   * 3.10, after the leader's node died, every later publish on that channel was nacked while a new channel's were
+   * accepted at once (packages/amqp/test/cluster). So a nack retires the channel; what it had unconfirmed is sent
+   * again on the next one (at-least-once), and a queue that is simply full does not churn channels faster than this.
+   */
+  #replaceAfterNack(): void {
+    if (this.#final || this.#closed || Date.now() - this.#lastNackReset < NACK_RESET_INTERVAL_MS) return;
+    this.#lastNackReset = Date.now();
+    void this.#slot.reset().then(() => {
+      if (this.#queue.length > 0 || this.#resend.length > 0) this.#schedulePump();
+    });
   }
 
   /**

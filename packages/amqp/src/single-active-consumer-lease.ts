@@ -52,6 +52,12 @@ export interface AmqpBeatLeaseOptions {
   settleMs?: number;
   /** Queue name. Default `kq.beat.<group>`. */
   queue?: string;
+  /**
+   * The lease queue's type. A classic queue lives on one node: on a cluster, losing that node leaves no beat able to
+   * lead until it is back; a quorum queue is replicated and elects on. Default: `'quorum'` when the broker URL lists
+   * several nodes (a cluster), else `'classic'` (what single-node deployments already declared).
+   */
+  queueType?: 'classic' | 'quorum';
 }
 
 export interface AmqpTickCommit {
@@ -105,6 +111,7 @@ interface Leader {
 export class AmqpBeatLease {
   readonly kind = 'amqp';
   readonly queue: string;
+  readonly queueType: 'classic' | 'quorum';
   readonly #transport: AmqpTransport;
   readonly #settleMs: number;
   readonly #retryMs: number;
@@ -116,6 +123,7 @@ export class AmqpBeatLease {
   constructor(transport: AmqpTransport, options: AmqpBeatLeaseOptions) {
     this.#transport = transport;
     this.queue = options.queue ?? `kq.beat.${options.group}`;
+    this.queueType = options.queueType ?? (transport.brokerCount > 1 ? 'quorum' : 'classic');
     this.#settleMs = options.settleMs ?? 250;
     this.#retryMs = options.renewIntervalMs ?? 1000;
   }
@@ -152,7 +160,9 @@ export class AmqpBeatLease {
     channel.on('error', () => undefined); // the 'close' that follows is what we act on
     channel.on('close', () => this.#onClosed(session));
     try {
-      await channel.assertQueue(this.queue, { durable: true, arguments: { 'x-single-active-consumer': true } });
+      await channel.assertQueue(this.queue, { durable: true, arguments: this.#queueArguments() }).catch((error: unknown) => {
+        throw this.#declareError(error);
+      });
       await selectTransactions(channel);
       // A snapshot of our own, so the queue is never empty (a fresh group, or a broker that lost its messages).
       channel.sendToQueue(this.queue, encodeSnapshot(emptySnapshot()), { persistent: true, contentType: 'application/json', messageId: randomUUID() });
@@ -164,6 +174,23 @@ export class AmqpBeatLease {
       await closeWithin(channel);
       throw error;
     }
+  }
+
+  #queueArguments(): Record<string, unknown> {
+    return this.queueType === 'quorum' ? { 'x-single-active-consumer': true, 'x-queue-type': 'quorum' } : { 'x-single-active-consumer': true };
+  }
+
+  /** A 406 here is a lease queue declared earlier as the other type: say how to move on. */
+  #declareError(error: unknown): unknown {
+    if (!(error instanceof Error) || !/PRECONDITION_FAILED|\b406\b/.test(error.message)) return error;
+    const other = this.queueType === 'quorum' ? 'classic' : 'quorum';
+    return new KqError(
+      `The beat queue ${JSON.stringify(this.queue)} exists as a ${other} queue, and this beat declares it ${this.queueType} ` +
+        `(${this.queueType === 'quorum' ? 'the broker URL lists several nodes' : 'queueType classic'}). Stop every beat of the group, delete the queue ` +
+        `(rabbitmqctl delete_queue ${this.queue}; the next leader starts from an empty state and sends what is due), and start them again; ` +
+        `or keep it ${other} with the lease option queueType: '${other}'.`,
+      { cause: error },
+    );
   }
 
   #onClosed(session: Session): void {

@@ -109,4 +109,26 @@ describe.skipIf(!amqpUp)('the RabbitMQ beat lease', () => {
       await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
     }
   });
+
+  it('declares its queue classic on one broker and quorum on a cluster URL, and says what to do when they clash', async () => {
+    const group = `beat-lease-${randomUUID()}`;
+    const apps = [new App('one', { broker: brokerUrls.amqp }), new App('cluster', { broker: `${brokerUrls.amqp};${brokerUrls.amqp}` })];
+    const transports = (await Promise.all(apps.map(async (app) => (await app.connection.connect(), app.connection.transport())))) as AmqpTransport[];
+    const single = new AmqpBeatLease(transports[0]!, { group, settleMs: 100 });
+    const clustered = new AmqpBeatLease(transports[1]!, { group, settleMs: 100 });
+    const errors: Error[] = [];
+    try {
+      expect([single.queueType, clustered.queueType]).toEqual(['classic', 'quorum']);
+      await elect(single);
+      // The same group's queue exists as a classic queue: the cluster-configured beat is told how to move on.
+      await expect(clustered.start({ elected: () => undefined, deposed: () => undefined, error: (error) => errors.push(error) })).rejects.toThrow(
+        /exists as a classic queue.*rabbitmqctl delete_queue kq\.beat\..*queueType: 'classic'/,
+      );
+    } finally {
+      await Promise.all([single.stop(), clustered.stop()]);
+      const channel = await apps[0]!.connection.channel();
+      await channel.deleteQueue(single.queue).catch(() => undefined);
+      await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
+    }
+  });
 });
