@@ -187,7 +187,7 @@ export class AmqpBeatLease {
     return new KqError(
       `The beat queue ${JSON.stringify(this.queue)} exists as a ${other} queue, and this beat declares it ${this.queueType} ` +
         `(${this.queueType === 'quorum' ? 'the broker URL lists several nodes' : 'queueType classic'}). Stop every beat of the group, delete the queue ` +
-        `(rabbitmqctl delete_queue ${this.queue}; the next leader starts from an empty state and sends what is due), and start them again; ` +
+        `(rabbitmqctl delete_queue ${this.queue}; it holds only the last runs: the next leader forgets them and sends what falls due from then on), and start them again; ` +
         `or keep it ${other} with the lease option queueType: '${other}'.`,
       { cause: error },
     );
