@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ExchangeNotFound, KqError, routeMessage, type OutgoingMessage, type StoredMessage } from '@kq/core';
+import { BeatOutbox, type BeatDelivery } from './beat-outbox';
+import { isCluster, masterClientOf } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { encodeEnvelope } from '@kq/core';
 import { LuaScript } from './lua-script';
@@ -17,6 +19,11 @@ import type { RedisTransport } from './redis-transport';
  * one, records it and LPUSHes the tick's task message into its queue lists — one script, so the state and the
  * message exist together or not at all. A paused or partitioned ex-leader's commit finds another token and is
  * refused: fencing by the server, with the server's clock.
+ *
+ * On Redis Cluster the keys share the hash tag `{kq.beat.<group>}` (`_kq.beat{…}.lease`, …), and a fourth, `.outbox`,
+ * stands in for the atomic push (a script reaches one slot; the queues are elsewhere): COMMIT_RECORDED records the
+ * tick with its messages in the outbox, the leader pushes them and clears the record, and a new leader first pushes
+ * whatever records a dead one left (see BeatOutbox).
  */
 
 /** KEYS: lease, epoch. ARGV: holder, ttl ms. Returns {epoch, 0} when the caller holds the lease, else {0, pttl}. */
@@ -81,6 +88,22 @@ return 1
 `,
 );
 
+/**
+ * The cluster's commit: KEYS: lease, state, outbox. ARGV: token, entry, tick, outbox field, messages ('' = none).
+ * Returns as COMMIT does.
+ */
+const COMMIT_RECORDED = new LuaScript(
+  'beat-commit-recorded',
+  `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local recorded = redis.call('HGET', KEYS[2], ARGV[2])
+if recorded and tonumber(recorded) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
+return 1
+`,
+);
+
 export interface RedisBeatLeaseOptions {
   /** Schedule group: processes of one group elect one leader and share one state. */
   group: string;
@@ -137,6 +160,10 @@ export class RedisBeatLease {
   readonly #options: RedisBeatLeaseOptions;
   readonly #holder = randomUUID();
   readonly #keys: { lease: string; epoch: string; state: string };
+  /** Redis Cluster only (see COMMIT_RECORDED). */
+  readonly #outbox: BeatOutbox | undefined;
+  /** Records this leader committed but could not send yet: sent again after each renewal. */
+  readonly #unsent = new Map<string, string>();
   #listener: RedisBeatLeaseListener | undefined;
   #held: Held | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -147,23 +174,23 @@ export class RedisBeatLease {
     if (!(options.leaseMs > 0) || !(options.renewIntervalMs > 0) || options.renewIntervalMs >= options.leaseMs) {
       throw new KqError(`A beat lease needs 0 < renewIntervalMs < leaseMs; got renewIntervalMs ${options.renewIntervalMs}, leaseMs ${options.leaseMs}.`);
     }
-    if (transport.layout.cluster) {
-      // COMMIT records the tick and pushes its task in one script, which on a cluster would span the state's slot and
-      // the queue's: refused rather than run without the fencing that makes one leader's tick happen once.
-      throw new KqError(
-        'kq beat cannot keep its leader lease on Redis Cluster (the tick and its task message must be written in one script, ' +
-          'and a cluster script reaches one slot): give beat a plain redis:// or sentinel:// broker.',
-      );
-    }
     this.#transport = transport;
     this.#options = options;
-    const base = `${transport.layout.prefix}_kq.beat.${options.group}`;
+    const { prefix, cluster } = transport.layout;
+    const base = cluster ? `${prefix}_kq.beat{kq.beat.${options.group}}` : `${prefix}_kq.beat.${options.group}`;
     this.#keys = { lease: `${base}.lease`, epoch: `${base}.epoch`, state: `${base}.state` };
+    if (cluster) {
+      this.#outbox = new BeatOutbox({
+        key: `${base}.outbox`,
+        commands: () => this.#redis(),
+        publisherFor: (exchange) => this.#publisherFor(exchange),
+      });
+    }
   }
 
-  /** The Redis keys this lease uses (for operators and tests). */
-  get keys(): Readonly<{ lease: string; epoch: string; state: string }> {
-    return this.#keys;
+  /** The Redis keys this lease uses (for operators and tests); `outbox` on Redis Cluster only. */
+  get keys(): Readonly<{ lease: string; epoch: string; state: string; outbox?: string }> {
+    return this.#outbox ? { ...this.#keys, outbox: this.#outbox.key } : this.#keys;
   }
 
   async start(listener: RedisBeatLeaseListener): Promise<void> {
@@ -206,8 +233,10 @@ export class RedisBeatLease {
     try {
       if (held) {
         const renewed = (await RENEW.run(this.#redis(), [this.#keys.lease], [held.token, this.#options.leaseMs])) as number;
-        if (renewed === 1) held.renewedAt = Date.now();
-        else this.#depose(new KqError(`The beat lease (epoch ${held.epoch}) was taken over or expired.`));
+        if (renewed === 1) {
+          held.renewedAt = Date.now();
+          await this.#sendUnsent(held);
+        } else this.#depose(new KqError(`The beat lease (epoch ${held.epoch}) was taken over or expired.`));
         return;
       }
       const [epoch] = (await ACQUIRE.run(this.#redis(), [this.#keys.lease, this.#keys.epoch], [this.#holder, this.#options.leaseMs])) as [number, number];
@@ -230,6 +259,8 @@ export class RedisBeatLease {
       const tick = Number(value);
       if (Number.isFinite(tick)) lastTicks.set(entry, tick);
     }
+    // What a leader before us committed but did not finish sending goes out before any tick of ours.
+    if (this.#outbox) await this.#sendLeftBehind(this.#outbox);
     const held: Held = { token, epoch, controller: new AbortController(), renewedAt: acquiredAt };
     this.#held = held;
     this.#listener?.elected({
@@ -240,42 +271,85 @@ export class RedisBeatLease {
     });
   }
 
+  async #sendLeftBehind(outbox: BeatOutbox): Promise<void> {
+    for (const [field, payload] of await outbox.pending()) {
+      try {
+        await outbox.deliver(field, payload);
+      } catch (error) {
+        if (!(error instanceof SyntaxError)) throw error; // Redis trouble: the next attempt to lead tries again
+        // Not a record this code wrote; it could never be sent, and must not stop every beat from leading.
+        this.#listener?.error(new KqError(`Dropped the unreadable beat outbox record ${field} in ${outbox.key}: ${error.message}`));
+        await this.#redis().hdel(outbox.key, field);
+      }
+    }
+  }
+
+  /** Sends what this leader committed, while its lease is surely still its own; otherwise the next leader will. */
+  async #send(held: Held, field: string, payload: string): Promise<void> {
+    const outbox = this.#outbox as BeatOutbox;
+    if (this.#held !== held || Date.now() - held.renewedAt >= this.#options.leaseMs) return;
+    try {
+      await outbox.deliver(field, payload);
+      this.#unsent.delete(field);
+    } catch (error) {
+      this.#unsent.set(field, payload);
+      this.#listener?.error(asError(error, `could not send the messages of beat tick ${field} yet (kept in ${outbox.key}; sent again after the next renewal)`));
+    }
+  }
+
+  async #sendUnsent(held: Held): Promise<void> {
+    for (const [field, payload] of [...this.#unsent]) await this.#send(held, field, payload);
+  }
+
   #depose(reason: Error): void {
     const held = this.#held;
     if (!held) return;
     this.#held = undefined;
+    this.#unsent.clear();
     held.controller.abort(reason);
     this.#listener?.deposed(reason);
   }
 
   async #commit(held: Held, record: RedisTickCommit): Promise<RedisCommitOutcome> {
     if (held.controller.signal.aborted || this.#held !== held) return 'fenced';
-    const keys = [this.#keys.lease, this.#keys.state];
-    const envelopes: string[] = [];
-    const broadcasts: string[] = [];
-    if (record.publish) {
-      const { exchange, routingKey, message } = record.publish;
-      const { queues, channel } = await this.#route(exchange, routingKey, message);
-      const step = this.#transport.priorityStep(message.properties.priority);
-      for (const queue of queues) {
-        keys.push(this.#transport.layout.listKey(queue, step));
-        envelopes.push(encodeEnvelope(stored(exchange, routingKey, message)));
-      }
-      if (channel !== undefined) broadcasts.push(channel, encodeEnvelope(stored(exchange, routingKey, message)));
+    const delivery = record.publish ? await this.#delivery(record.publish) : { pushes: [], broadcasts: [] };
+    let result: number;
+    let payload = '';
+    const field = BeatOutbox.field(record.entry, record.tick);
+    if (this.#outbox) {
+      if (delivery.pushes.length > 0 || delivery.broadcasts.length > 0) payload = BeatOutbox.encode(delivery);
+      const keys = [this.#keys.lease, this.#keys.state, this.#outbox.key];
+      result = (await COMMIT_RECORDED.run(this.#redis(), keys, [held.token, record.entry, String(record.tick), field, payload])) as number;
+    } else {
+      const keys = [this.#keys.lease, this.#keys.state, ...delivery.pushes.map(([list]) => list)];
+      const broadcasts = delivery.broadcasts.flatMap(([channel, envelope]) => [channel, envelope]);
+      const envelopes = delivery.pushes.map(([, envelope]) => envelope);
+      result = (await COMMIT.run(this.#redis(), keys, [held.token, record.entry, String(record.tick), delivery.broadcasts.length, ...envelopes, ...broadcasts])) as number;
     }
-    const result = (await COMMIT.run(this.#redis(), keys, [
-      held.token,
-      record.entry,
-      String(record.tick),
-      broadcasts.length / 2,
-      ...envelopes,
-      ...broadcasts,
-    ])) as number;
     if (result === -1) {
       this.#depose(new KqError(`A commit of beat epoch ${held.epoch} was fenced off: another process holds the lease now.`));
       return 'fenced';
     }
+    if (result === 1 && payload !== '') await this.#send(held, field, payload);
     return result === 1 ? 'committed' : 'stale';
+  }
+
+  /** The tick's message as what to push to each queue's list and what to broadcast. */
+  async #delivery(publish: RedisTickPublication): Promise<BeatDelivery> {
+    const { exchange, routingKey, message } = publish;
+    const { queues, channel } = await this.#route(exchange, routingKey, message);
+    const step = this.#transport.priorityStep(message.properties.priority);
+    return {
+      pushes: queues.map((queue) => [this.#transport.layout.listKey(queue, step), encodeEnvelope(stored(exchange, routingKey, message))] as const),
+      broadcasts: channel === undefined ? [] : [[channel, encodeEnvelope(stored(exchange, routingKey, message)), exchange] as const],
+    };
+  }
+
+  /** As the transport's fanout publishes: on a cluster, through the master serving the exchange's channel slot. */
+  #publisherFor(exchange: string): RedisClient {
+    const commands = this.#redis();
+    if (!isCluster(commands)) return commands;
+    return masterClientOf(commands, this.#transport.layout.publishChannel(exchange, '')) ?? commands;
   }
 
   /** Where a publish goes, decided as the transport's channel decides it (Kombu's routing, WIRE §2.4). */

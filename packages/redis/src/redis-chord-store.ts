@@ -1,5 +1,12 @@
 import { DecodeError, documentValue, parseDocument, pyJson, type ChordJoin, type ChordPart, type GroupStore, type ResultTuple, type TaskState } from '@kq/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection-factory';
+
+export interface RedisChordStoreOptions {
+  /** Celery's `result_chord_ordered` (default true): a sorted set, in group-index order; false: a list. */
+  ordered?: boolean;
+  /** Redis Cluster: the group id is the keys' hash tag (`celery-taskset-meta-{<gid>}.j`), so one MULTI reaches them all. */
+  hashTagged?: boolean;
+}
 
 /**
  * Celery's Redis chord join and group store, key for key, so a chord whose header runs partly on Python and partly
@@ -8,20 +15,21 @@ import type { Redis } from 'ioredis';
  * the part that makes the count reach size + extra reads them all and deletes the three keys.
  */
 export class RedisChordStore implements ChordJoin, GroupStore {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #groupKeyPrefix: string;
-  /** Celery's `result_chord_ordered` (default true): a sorted set, in group-index order; false: a list. */
   readonly #ordered: boolean;
+  readonly #hashTagged: boolean;
 
-  constructor(client: Redis, groupKeyPrefix: string, ordered = true) {
+  constructor(client: RedisClient, groupKeyPrefix: string, options: RedisChordStoreOptions = {}) {
     this.#client = client;
     this.#groupKeyPrefix = groupKeyPrefix;
-    this.#ordered = ordered;
+    this.#ordered = options.ordered ?? true;
+    this.#hashTagged = options.hashTagged ?? false;
   }
 
-  /** `celery-taskset-meta-<gid>` followed by `suffix` (`.j`, `.t`, `.s` or nothing: the saved group). */
+  /** `celery-taskset-meta-<gid>` (on a cluster `…-{<gid>}`) followed by `suffix` (`.j`, `.t`, `.s` or nothing: the saved group). */
   keyFor(groupId: string, suffix = ''): string {
-    return `${this.#groupKeyPrefix}${groupId}${suffix}`;
+    return this.#hashTagged ? `${this.#groupKeyPrefix}{${groupId}}${suffix}` : `${this.#groupKeyPrefix}${groupId}${suffix}`;
   }
 
   async setChordSize(groupId: string, size: number, expiresMs: number): Promise<void> {

@@ -1,22 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import {
   ConnectionLost,
-  DecodeError,
   EncodeError,
   KqError,
   OperationTimeout,
   isReadyState,
-  jsonCodec,
   type ResultBackend,
   type ResultMeta,
   type StoreResultOptions,
   type WaitForResultOptions,
 } from '@kq/core';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
+import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
 import { LuaScript } from './lua-script';
-import { documentValue, parseDocument, pyJson } from '@kq/core';
+import { decodeResultMeta, encodeResultMeta } from './result-meta';
+import type { ClusterNodeAddress } from './redis-options';
+
+export { decodeResultMeta, encodeResultMeta } from './result-meta';
 
 /** Options of the Redis result backend. Celery's names (`global_keyprefix`, ...) are accepted by `createResultBackend`. */
 export interface RedisResultBackendOptions {
@@ -52,9 +54,6 @@ const MAX_VALUE_SIZE = 512 * 1024 * 1024;
 const DEFAULT_EXPIRES_MS = 86_400_000;
 const TASK_KEY_PREFIX = 'celery-task-meta-';
 const GROUP_KEY_PREFIX = 'celery-taskset-meta-';
-/** Fields Celery writes in this order (WIRE.md §8.1); anything else goes after them, `task_id` always last. */
-const EXTENDED_FIELDS = ['name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const;
-const ORDERED_FIELDS = new Set(['status', 'result', 'traceback', 'children', 'date_done', 'group_id', 'parent_id', ...EXTENDED_FIELDS, 'task_id']);
 const MGET_CHUNK = 500;
 /**
  * Channels nobody waits on any more are unsubscribed together, at most this long after the first (or as soon as
@@ -62,6 +61,8 @@ const MGET_CHUNK = 500;
  */
 const UNSUBSCRIBE_DELAY_MS = 20;
 const UNSUBSCRIBE_BATCH = 256;
+/** Reconnects to one cluster node (200 ms apart) before the subscriber moves to another node. */
+const SUBSCRIBER_NODE_RETRIES = 3;
 
 interface Waiter {
   resolve(meta: ResultMeta): void;
@@ -98,7 +99,12 @@ export class RedisResultBackend implements ResultBackend {
   readonly #connectionName: string;
   readonly #maxEarly: number;
   readonly #logger: { warn(message: string): void } | undefined;
-  readonly #client: Redis;
+  /** A `Cluster` for `redis+cluster://` URLs: each key goes to the master serving its slot. */
+  readonly #client: RedisClient;
+  /** Startup nodes of a cluster (undefined for one server): where a subscriber can go (see #openSubscriber). */
+  readonly #clusterNodes: readonly ClusterNodeAddress[] | undefined;
+  /** Which cluster node the next subscriber connects to, counting up. */
+  #subscriberTurn = 0;
   #subscriber: Redis | undefined;
   /** Settles once the subscriber connection first became ready (or failed to: its commands then report why). */
   #subscriberReady: Promise<void> | undefined;
@@ -126,8 +132,14 @@ export class RedisResultBackend implements ResultBackend {
     this.#connectionName = `${(options.connectionName ?? 'kq').replace(/\s+/g, '_')}.results.${randomUUID().slice(0, 8)}`;
     this.#maxEarly = options.maxEarlySubscriptions ?? 10_000;
     this.#logger = options.logger;
-    this.#client = this.#connect('cmd', {});
-    this.chordJoin = new RedisChordStore(this.#client, withGlobalPrefix(options.keyPrefix ?? '') + GROUP_KEY_PREFIX, options.chordOrdered ?? true);
+    this.#clusterNodes = endpoint.cluster?.nodes;
+    this.#client = this.#clusterNodes ? this.#connectCluster(this.#clusterNodes) : this.#connect('cmd', {});
+    // A chord's three keys are written in one MULTI, which a cluster runs only within one slot: there they share the
+    // group id as hash tag (no Celery reads a cluster, so no key name is owed to anyone).
+    this.chordJoin = new RedisChordStore(this.#client, withGlobalPrefix(options.keyPrefix ?? '') + GROUP_KEY_PREFIX, {
+      ordered: options.chordOrdered ?? true,
+      hashTagged: this.#clusterNodes !== undefined,
+    });
     this.groups = this.chordJoin;
   }
 
@@ -252,24 +264,64 @@ export class RedisResultBackend implements ResultBackend {
     return client;
   }
 
+  #connectCluster(nodes: readonly ClusterNodeAddress[]): Cluster {
+    const client = new Cluster([...nodes], {
+      redisOptions: { ...this.#connectionOptions, connectionName: `${this.#connectionName}.cmd` },
+      lazyConnect: true,
+      // A master that fails over (or a slot that moves) is found again from the other nodes instead of failing the command.
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+    });
+    client.on('error', (error: Error) => this.#logger?.warn(`kq result backend (cmd): ${error.message}`));
+    return client;
+  }
+
   #subscriberConnection(): Redis {
-    if (this.#subscriber) return this.#subscriber;
-    // Resubscription is done here rather than by ioredis so that it is followed by a read of every pending key:
-    // results published while the connection was down are not lost (Celery's `_reconnect_pubsub` does the same).
+    return this.#subscriber ?? this.#openSubscriber(false);
+  }
+
+  /**
+   * Resubscription is done here rather than by ioredis so that it is followed by a read of every pending key:
+   * results published while the connection was down are not lost (Celery's `_reconnect_pubsub` does the same).
+   * On a cluster the subscriber is a plain connection to one node (a cluster forwards every PUBLISH to all of its
+   * nodes), and a node that stays unreachable is left for the next one, with the same resubscribe-and-read; ioredis's
+   * own cluster subscriber moves too, but would not say when, so nothing could read what was published meanwhile.
+   */
+  #openSubscriber(replacing: boolean): Redis {
+    const node = this.#clusterNodes ? this.#nextSubscriberNode(this.#clusterNodes) : undefined;
     // Channels are not per database: no SELECT to send on connect.
-    const subscriber = this.#connect('sub', { autoResubscribe: false, db: 0 });
+    const subscriber = this.#connect('sub', {
+      autoResubscribe: false,
+      db: 0,
+      ...(node ? { host: node.host, port: node.port, retryStrategy: (times: number) => (times > SUBSCRIBER_NODE_RETRIES ? null : 200) } : {}),
+    });
     // Nothing is subscribed before the connection is ready: a SUBSCRIBE queued while connecting could be written
     // before ioredis's own handshake (CLIENT SETNAME), which then fails in subscriber mode and loses a SUBSCRIBE
     // queued behind it — a waiter never woken.
     this.#subscriberReady = subscriber.connect().catch(() => undefined);
-    let connectedBefore = false;
+    let connectedBefore = replacing;
     subscriber.on('ready', () => {
       if (connectedBefore) void this.#resubscribe(subscriber);
       connectedBefore = true;
     });
     subscriber.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
+    if (node) {
+      subscriber.once('end', () => {
+        if (this.#subscriber !== subscriber || this.#closed) return;
+        this.#subscriber = undefined;
+        this.#logger?.warn(`kq result backend: the cluster node ${node.host}:${node.port} stays unreachable; subscribing on another one.`);
+        this.#openSubscriber(true);
+      });
+    }
     this.#subscriber = subscriber;
     return subscriber;
+  }
+
+  /** The cluster's nodes as it last described them (replicas too), or the startup nodes until it has. */
+  #nextSubscriberNode(startup: readonly ClusterNodeAddress[]): ClusterNodeAddress {
+    const known = this.#client instanceof Cluster ? this.#client.nodes('all').map(({ options }) => ({ host: options.host ?? '127.0.0.1', port: options.port ?? 6379 })) : [];
+    const nodes = known.length > 0 ? known : startup;
+    return nodes[this.#subscriberTurn++ % nodes.length] as ClusterNodeAddress;
   }
 
   #subscribe(taskId: string): Subscription {
@@ -283,6 +335,8 @@ export class RedisResultBackend implements ResultBackend {
         .then(
           () => undefined,
           (error: unknown) => {
+            // A cluster subscriber given up for another node: the new one subscribes to every channel, then reads.
+            if (this.#subscriber !== subscriber && this.#subscriber !== undefined && !this.#closed) return;
             // A later waiter must not inherit a failed subscription.
             if (this.#subscriptions.get(channel) === created && created.waiters.size === 0) this.#subscriptions.delete(channel);
             throw new ConnectionLost(`Could not subscribe to the result channel of task ${taskId}: ${messageOf(error)}`, { cause: error });
@@ -350,7 +404,8 @@ export class RedisResultBackend implements ResultBackend {
       await subscriber.subscribe(...channels);
       for (let start = 0; start < channels.length; start += MGET_CHUNK) {
         const chunk = channels.slice(start, start + MGET_CHUNK);
-        const values = await this.#client.mget(...chunk);
+        // MGET reaches one slot on a cluster: there, a GET each (ioredis pipelines them per node).
+        const values = this.#client instanceof Cluster ? await Promise.all(chunk.map((key) => this.#client.get(key))) : await this.#client.mget(...chunk);
         values.forEach((text, index) => {
           const subscription = this.#subscriptions.get(chunk[index] as string);
           if (text === null || !subscription) return;
@@ -372,7 +427,10 @@ export class RedisResultBackend implements ResultBackend {
   }
 }
 
-/** Makes the backend for `redis://`, `rediss://` and `sentinel://` result backend URLs (core's registry calls this). */
+/**
+ * Makes the backend for `redis://`, `rediss://`, `sentinel://` and `redis+cluster://` result backend URLs (core's
+ * registry calls this).
+ */
 export function createResultBackend(url: string, options: Record<string, unknown> = {}): RedisResultBackend {
   return new RedisResultBackend(url, normaliseResultBackendOptions(options));
 }
@@ -411,67 +469,6 @@ function withGlobalPrefix(prefix: string): string {
 }
 
 /**
- * The meta as Celery's Redis backend writes it: its field order (status, result, traceback, children, date_done,
- * [group_id], [parent_id], [extended fields], task_id) and Python's `json.dumps` separators and escaping.
- * Values go through kq's JSON codec first, so dates and bytes become Kombu's `__type__` markers.
- */
-export function encodeResultMeta(meta: ResultMeta): string {
-  const source = meta as unknown as Record<string, unknown>;
-  const ordered: Record<string, unknown> = {
-    status: meta.status,
-    result: meta.result === undefined ? null : meta.result,
-    traceback: meta.traceback ?? null,
-    children: meta.children ?? null,
-    date_done: meta.date_done ?? null,
-  };
-  // Celery writes group_id/parent_id only when the request has them.
-  if (meta.group_id) ordered['group_id'] = meta.group_id;
-  if (meta.parent_id) ordered['parent_id'] = meta.parent_id;
-  for (const field of EXTENDED_FIELDS) if (source[field] !== undefined) ordered[field] = source[field];
-  for (const [field, value] of Object.entries(source)) if (!ORDERED_FIELDS.has(field) && value !== undefined) ordered[field] = value;
-  ordered['task_id'] = meta.task_id;
-  // The codec turns dates and bytes into markers; its plain JSON, parsed again, is then re-written the Python way by
-  // pyJson: the same text as re-spacing the document itself, in half the time (one result per task).
-  const compact = jsonCodec.encode(ordered).toString('utf8');
-  return pyJson(JSON.parse(compact));
-}
-
-/** Reads a stored or published meta; fills what old or partial writers leave out. */
-export function decodeResultMeta(text: string, taskId: string): ResultMeta {
-  let value: unknown;
-  try {
-    // Without a marker the codec's reviver has nothing to do: plain JSON.parse, without the copy into a Buffer.
-    value = text.includes('"__type__"') ? jsonCodec.decode(Buffer.from(text, 'utf8')) : JSON.parse(text);
-  } catch (error) {
-    // Python writes NaN/Infinity literals that JSON.parse refuses; the lenient reader takes them.
-    try {
-      value = documentValue(parseDocument(text));
-    } catch {
-      throw new DecodeError(
-        `The stored result of task ${taskId} is not JSON (${messageOf(error)}). kq reads results written with ` +
-          `result_serializer='json' (Celery's default); set it on the Python side.`,
-        { cause: error },
-      );
-    }
-  }
-  if (!isRecord(value) || typeof value['status'] !== 'string') {
-    throw new DecodeError(`The stored result of task ${taskId} is not a Celery result (no "status" field): ${text.slice(0, 200)}`);
-  }
-  const traceback = value['traceback'];
-  const children = value['children'];
-  const dateDone = value['date_done'];
-  return {
-    ...value,
-    status: value['status'] as ResultMeta['status'],
-    result: value['result'] === undefined ? null : value['result'],
-    traceback: typeof traceback === 'string' ? traceback : null,
-    children: Array.isArray(children) ? children : null,
-    date_done: typeof dateDone === 'string' ? dateDone : null,
-    task_id: typeof value['task_id'] === 'string' ? value['task_id'] : taskId,
-  };
-}
-
-/**
  * Stores a result unless SUCCESS is stored already, and publishes it to the key's channel.
  * KEYS: the result key. ARGV: the meta text, seconds to keep it (0 = forever). Returns 1 when stored, 0 when not.
  * Celery and kq write `status` first (`{"status": "..."`), so it is read without decoding the whole result; a value
@@ -496,7 +493,7 @@ return 1
 `,
 );
 
-async function disconnect(client: Redis): Promise<void> {
+async function disconnect(client: RedisClient): Promise<void> {
   if (client.status === 'ready') {
     try {
       await client.quit();

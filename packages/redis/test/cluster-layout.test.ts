@@ -161,8 +161,17 @@ describe('asking for cluster mode', () => {
     expect((transport as RedisTransport).layout.cluster).toBe(true);
   });
 
-  it('refuses kq beat’s lease on a cluster (its commit would span slots)', () => {
-    const transport = new RedisTransport('redis+cluster://127.0.0.1:7000/');
-    expect(() => createBeatLease(transport, { group: 'g', leaseMs: 1000, renewIntervalMs: 100 })).toThrow(/plain redis:\/\/ or sentinel:\/\//);
+  it('keeps kq beat’s lease, epoch, state and outbox in one slot on a cluster (their scripts reach one slot)', () => {
+    const transport = new RedisTransport('redis+cluster://127.0.0.1:7000/', { globalKeyprefix: 'app:' });
+    const keys = createBeatLease(transport, { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys;
+    const names = [keys.lease, keys.epoch, keys.state, keys.outbox as string];
+    expect(names).toEqual(['app:_kq.beat{kq.beat.g}.lease', 'app:_kq.beat{kq.beat.g}.epoch', 'app:_kq.beat{kq.beat.g}.state', 'app:_kq.beat{kq.beat.g}.outbox']);
+    expect(new Set(names.map((name) => keySlot(name))).size).toBe(1);
+    // Kombu's layout keeps its names, and has no outbox (its commit pushes in the same script).
+    expect(createBeatLease(new RedisTransport('redis://127.0.0.1:6379/0'), { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys).toEqual({
+      lease: '_kq.beat.g.lease',
+      epoch: '_kq.beat.g.epoch',
+      state: '_kq.beat.g.state',
+    });
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { jsonCodec, type ResultMeta } from '@kq/core';
 import { describe, expect, it } from 'vitest';
-import { decodeResultMeta, encodeResultMeta } from '../src/redis-result-backend';
+import { decodeResultMeta, encodeResultMeta } from '../src/result-meta';
 import { parseDocument, writeDocument } from '@kq/core';
 
 // encodeResultMeta re-writes the codec's compact JSON with pyJson(JSON.parse(...)), decodeResultMeta skips the codec

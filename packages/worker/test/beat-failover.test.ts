@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Connection, type Delivery } from '@kq/core';
 import type { RedisTransport } from '@kq/redis';
-import { brokerReachable, brokerUrls, waitFor } from '@kq/test-harness';
+import { brokerReachable, brokerUrls, startRedisClusterOrSkip, waitFor } from '@kq/test-harness';
 import { beatTaskId } from '../src/beat/index';
 import { decodeTaskMessage } from '../src/protocol/index';
 
@@ -72,9 +72,16 @@ async function drainTaskIds(connection: Connection, queue: string): Promise<stri
   }
 }
 
+// Redis Cluster: a 3-master cluster of this file's own, where the tick's record and its push cannot share a script.
+const cluster = await startRedisClusterOrSkip();
+afterAll(async () => {
+  await cluster?.destroy();
+});
+
 const brokers = [
   { kind: 'redis' as const, url: `${brokerUrls.redis.replace(/\/\d*$/, '')}/0`, up: await brokerReachable('redis') },
   { kind: 'amqp' as const, url: brokerUrls.amqp, up: await brokerReachable('amqp') },
+  { kind: 'redis-cluster' as const, url: cluster?.url ?? '', up: cluster !== undefined },
 ];
 
 describe.concurrent.each(brokers)('kq beat failover on $kind', ({ kind, url, up }) => {
@@ -125,7 +132,7 @@ describe.concurrent.each(brokers)('kq beat failover on $kind', ({ kind, url, up 
         const channel = await connection.channel();
         await channel.deleteQueue(queue);
         if (kind === 'amqp') await channel.deleteQueue(`kq.beat.${group}`);
-        else {
+        else if (kind === 'redis') {
           const redis = ((await connection.transport()) as RedisTransport).redisStore.commands;
           await redis.del(`_kq.beat.${group}.lease`, `_kq.beat.${group}.epoch`, `_kq.beat.${group}.state`);
         }

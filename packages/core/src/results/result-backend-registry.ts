@@ -17,6 +17,8 @@ const registry = new Map<string, Entry>([
   ['redis', { packageName: '@kq/redis' }],
   ['rediss', { packageName: '@kq/redis' }],
   ['sentinel', { packageName: '@kq/redis' }],
+  ['redis+cluster', { packageName: '@kq/redis' }],
+  ['rediss+cluster', { packageName: '@kq/redis' }],
   ['postgresql', { packageName: '@kq/postgres' }],
   ['postgres', { packageName: '@kq/postgres' }],
 ]);
