@@ -16,7 +16,7 @@ import { resultTable, resultsDocument } from './report';
 import { runScenario, type ScenarioResult } from './runner';
 import { SCENARIOS, type Scenario } from './scenario';
 
-const CLUSTER_SMOKE: readonly string[] = ['sigkill', 'connection-kill'];
+const CLUSTER_SMOKE: readonly string[] = ['sigkill', 'connection-kill', 'reshard'];
 
 // pnpm 10 passes the `--` of `pnpm --filter @kq/faults start -- --broker redis` through to the script.
 const args = process.argv.slice(2).filter((arg, index) => !(index === 0 && arg === '--'));
@@ -56,7 +56,7 @@ try {
     await current.start();
     const kind = current.kind;
     const runsOn = (s: Scenario): boolean => (s.brokers ? s.brokers.includes(kind) : kind !== 'sentinel' && kind !== 'rabbit-cluster');
-    // The Redis Cluster's smoke is its two cheapest faults, to keep CI short; `--broker redis-cluster` runs them all.
+    // The Redis Cluster's smoke is three of its faults, to keep CI short; `--broker redis-cluster` runs them all.
     const inSmoke = (s: Scenario): boolean => kind !== 'redis-cluster' || !smoke || wanted !== undefined || CLUSTER_SMOKE.includes(s.name);
     for (const scenario of scenarios.filter((s) => runsOn(s) && inSmoke(s))) {
       const started = Date.now();

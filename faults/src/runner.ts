@@ -71,6 +71,7 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
     await waitFor(() => finishedCount() >= scenario.faultAfter, 60_000, `${scenario.faultAfter} tasks to finish before the fault`);
     const context: FaultContext = {
       broker,
+      queue,
       workers,
       smoke,
       startWorker: async (extra = {}) => {
@@ -104,7 +105,7 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
       () => true,
       () => false,
     );
-    await sleep(1000); // a late duplicate would start by now
+    await sleep(scenario.settleMs ?? 1000); // a late duplicate would start by now
     const entries = ledger.read();
     const starts = new Map<string, number>();
     const finishes = new Set<string>();
@@ -122,8 +123,9 @@ export async function runScenario(scenario: Scenario, broker: BrokerNode, smoke:
     const last = workers.at(-1);
     const workerAlive = last?.alive ?? false;
     if (scenario.everyTaskIsAFault) inFlight = ids.length;
-    const passed = lost === 0 && duplicates <= inFlight && workerAlive;
-    const notes = [!drained ? 'drain timed out' : '', !workerAlive ? 'worker died' : '', duplicates > inFlight ? 'avoidable duplicates' : ''].filter(Boolean);
+    const failure = scenario.failure?.(workers);
+    const passed = lost === 0 && duplicates <= inFlight && workerAlive && failure === undefined;
+    const notes = [!drained ? 'drain timed out' : '', !workerAlive ? 'worker died' : '', duplicates > inFlight ? 'avoidable duplicates' : '', failure ?? ''].filter(Boolean);
     return {
       scenario: scenario.name,
       broker: broker.kind,

@@ -4,6 +4,8 @@ import type { WorkerHandle } from './worker-handle';
 /** What a scenario's fault can act on. */
 export interface FaultContext {
   readonly broker: BrokerNode;
+  /** The queue the tasks are sent to. */
+  readonly queue: string;
   /** The workers started so far; the first is running when the fault comes. */
   readonly workers: WorkerHandle[];
   /** Starts one more worker (extra environment merged in). */
@@ -42,6 +44,13 @@ export interface Scenario {
   readonly lastingFault?: boolean;
   /** Every task is a fault of its own (it outlives its lease): each may run once more. */
   readonly everyTaskIsAFault?: boolean;
+  /**
+   * How long to watch for late duplicates once every task finished, ms. Default 1000; longer where a failed ack would
+   * only show when the claim's lease (3 s) runs out.
+   */
+  readonly settleMs?: number;
+  /** A failure the counts do not show, read from the workers' output once they are done; undefined when none. */
+  readonly failure?: (workers: readonly WorkerHandle[]) => string | undefined;
   /** Part of `pnpm faults:smoke` (CI). */
   readonly smoke: boolean;
   /** The broker kinds it runs on; default every single-node kind (the Sentinel and cluster setups are for failover). */
@@ -167,6 +176,23 @@ export const SCENARIOS: readonly Scenario[] = [
       await context.broker.kill();
       await sleep(3000);
       await context.broker.start();
+    },
+  },
+  {
+    name: 'reshard',
+    description: "Redis Cluster: the queue's slot migrates to another master mid-drain, two keys at a time",
+    tasks: 600,
+    taskMs: 40,
+    faultAfter: 50,
+    settleMs: 4500,
+    smoke: true,
+    brokers: ['redis-cluster'],
+    // A half-moved slot answers TRYAGAIN for a while: acks wait it out, none fails for good (its task would run again).
+    failure: (workers) => (workers.some((worker) => worker.output.includes('Could not ack')) ? 'an ack failed during the migration' : undefined),
+    async inject(context) {
+      context.mark();
+      const moved = await context.broker.reshard?.(context.queue);
+      console.log(`  reshard: ${moved}`);
     },
   },
   {

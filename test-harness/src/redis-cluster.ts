@@ -113,6 +113,33 @@ export class RedisClusterProcesses {
     throw new Error(`no node of the cluster on ${this.ports.join(',')} serves slot ${slot}`);
   }
 
+  /**
+   * Moves one slot, keys and all, to the master on `toPort` while clients go on using it: Redis's own resharding steps
+   * (what `redis-cli --cluster reshard` does for each slot) — IMPORTING on the target, MIGRATING on the source, MIGRATE
+   * a few keys at a time (`pauseMs` apart, so clients meet the slot half moved), then SETSLOT NODE on every master.
+   * Resolves to how many keys moved.
+   */
+  async migrateSlot(slot: number, toPort: number, options: { batch?: number; pauseMs?: number } = {}): Promise<number> {
+    const fromPort = await this.portOfSlot(slot);
+    if (fromPort === toPort) return 0;
+    const [fromId, toId] = await Promise.all([this.cli(fromPort, 'CLUSTER', 'MYID'), this.cli(toPort, 'CLUSTER', 'MYID')]);
+    await this.cli(toPort, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId);
+    await this.cli(fromPort, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId);
+    let moved = 0;
+    for (;;) {
+      const listed = await this.cli(fromPort, 'CLUSTER', 'GETKEYSINSLOT', String(slot), String(options.batch ?? 5));
+      const keys = listed.split('\n').filter((key) => key !== '');
+      if (keys.length === 0) break;
+      await this.cli(fromPort, 'MIGRATE', '127.0.0.1', String(toPort), '', '0', '5000', 'KEYS', ...keys);
+      moved += keys.length;
+      if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+    }
+    // The target first, then the source, then the others: the order redis-cli uses, so no node sends clients back.
+    const others = this.ports.filter((port) => port !== fromPort && port !== toPort);
+    for (const port of [toPort, fromPort, ...others]) await this.cli(port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
+    return moved;
+  }
+
   /** Kills every node outright (SIGKILL); with `persistent`, a later `start()` brings them back with their data. */
   async kill(): Promise<void> {
     await Promise.all([...this.#servers.keys()].map((port) => this.killNode(port)));

@@ -7,6 +7,8 @@ export interface BrokerNode {
   readonly transportOptions?: Record<string, unknown>;
   /** Arguments the task queue is declared with (a cluster: a quorum queue). */
   readonly queueArguments?: Record<string, unknown>;
+  /** Moves the queue's keys to another node while it is in use (Redis Cluster: its slot migrates); where it can. */
+  reshard?(queue: string): Promise<string>;
   /** Replaces the primary with a standby (Sentinel: the master dies, a replica is promoted); where there is one. */
   failover?(): Promise<void>;
   start(): Promise<void>;

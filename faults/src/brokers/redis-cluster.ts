@@ -1,3 +1,4 @@
+import { keySlot } from '@kq/redis';
 import { startRedisCluster, type RedisClusterProcesses } from '@kq/test-harness/redis-cluster';
 import type { BrokerNode } from './broker-node';
 
@@ -19,6 +20,17 @@ export class RedisClusterNode implements BrokerNode {
   async start(): Promise<void> {
     if (this.#processes) await this.#processes.start();
     else this.#processes = await startRedisCluster({ masters: 3, persistent: true });
+  }
+
+  /** Migrates the slot of the queue's hash tag (its lists and claim records) to the next master, a few keys at a time. */
+  async reshard(queue: string): Promise<string> {
+    const processes = this.#processes as RedisClusterProcesses;
+    const slot = keySlot(`{${queue}}`);
+    const from = await processes.portOfSlot(slot);
+    const to = processes.ports[(processes.ports.indexOf(from) + 1) % processes.ports.length] as number;
+    const started = Date.now();
+    const moved = await processes.migrateSlot(slot, to, { batch: 2, pauseMs: 150 });
+    return `slot ${slot} (${moved} keys) moved from :${from} to :${to} in ${((Date.now() - started) / 1000).toFixed(1)} s`;
   }
 
   async kill(): Promise<void> {

@@ -5,12 +5,21 @@ import { ConnectionLost, KqError, isRecoverable } from '@kq/core';
  * gone, one that used up `maxRetriesPerRequest` during reconnects, one sent while a restarted Redis loads its data.
  */
 const CONNECTION_FAILURES = /Connection is closed|Stream isn't writeable|max retries per request|^LOADING\b|Socket closed unexpectedly/i;
+/**
+ * Redis Cluster in transition: a slot half migrated (TRYAGAIN for a script whose keys are split between two nodes, or
+ * ioredis giving up after bouncing between them), or no master for a slot yet (CLUSTERDOWN). The same call succeeds
+ * once the migration or failover is over, so it is retried like a dropped connection, not failed for good.
+ */
+const CLUSTER_TRANSITIONS = /^TRYAGAIN\b|Too many Cluster redirections|^CLUSTERDOWN\b/;
 
-/** True for failures a reconnect may cure: kq's recoverable errors, socket errors, and ioredis's connection errors. */
+/**
+ * True for failures a reconnect or a moment may cure: kq's recoverable errors, socket errors, ioredis's connection
+ * errors, and a cluster mid-migration or mid-failover.
+ */
 export function isConnectionError(error: unknown): boolean {
   if (isRecoverable(error)) return true;
   if (!(error instanceof Error)) return false;
-  return error.name === 'MaxRetriesPerRequestError' || CONNECTION_FAILURES.test(error.message);
+  return error.name === 'MaxRetriesPerRequestError' || CONNECTION_FAILURES.test(error.message) || CLUSTER_TRANSITIONS.test(error.message);
 }
 
 /**

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { hashedPart, keySlot } from '../src/cluster-slot';
 import { RedisTransport, parseBrokerUrl } from '../src/index';
 import { createBeatLease } from '../src/beat-lease';
+import { isConnectionError } from '../src/connection-errors';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout, type QueueScopedName } from '../src/key-layout';
 
 // No cluster needed here: the key → slot mapping, the cluster layout's keys, and how cluster mode is asked for.
@@ -159,6 +160,21 @@ describe('asking for cluster mode', () => {
     const transport = await createFromRegistry('redis+cluster://127.0.0.1:7000/');
     expect(transport).toBeInstanceOf(RedisTransport);
     expect((transport as RedisTransport).layout.cluster).toBe(true);
+  });
+
+  it('takes a cluster in transition (slot half migrated, no master yet) for a failure to retry, not a final one', () => {
+    // What ioredis reports while a slot migrates or a master fails over: acks and claims wait these out.
+    for (const message of [
+      'TRYAGAIN Multiple keys request during rehashing of slot',
+      'Too many Cluster redirections. Last error: ReplyError: TRYAGAIN Multiple keys request during rehashing of slot',
+      'Too many Cluster redirections. Last error: ReplyError: MOVED 1331 127.0.0.1:17034',
+      'CLUSTERDOWN The cluster is down',
+    ]) {
+      expect(isConnectionError(new Error(message))).toBe(true);
+    }
+    // A script's own error is not: retrying would fail the same way.
+    expect(isConnectionError(new Error('ERR user_script:1: Script attempted to access nonexistent global variable'))).toBe(false);
+    expect(isConnectionError(new Error('CROSSSLOT Keys in request don\'t hash to the same slot'))).toBe(false);
   });
 
   it('keeps kq beat’s lease, epoch, state and outbox in one slot on a cluster (their scripts reach one slot)', () => {
