@@ -284,10 +284,17 @@ export class RedisBeatLease {
     }
   }
 
-  /** Sends what this leader committed, while its lease is surely still its own; otherwise the next leader will. */
+  /**
+   * Sends what this leader committed while its lease is surely still its own. Once deposed, the next leader sends it;
+   * when a renewal is overdue, it waits for the next one.
+   */
   async #send(held: Held, field: string, payload: string): Promise<void> {
     const outbox = this.#outbox as BeatOutbox;
-    if (this.#held !== held || Date.now() - held.renewedAt >= this.#options.leaseMs) return;
+    if (this.#held !== held) return;
+    if (Date.now() - held.renewedAt >= this.#options.leaseMs) {
+      this.#unsent.set(field, payload);
+      return;
+    }
     try {
       await outbox.deliver(field, payload);
       this.#unsent.delete(field);
