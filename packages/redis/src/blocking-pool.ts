@@ -55,19 +55,29 @@ export class BlockingPool implements BlockingWaiter {
     const connection = this.#acquire();
     let dropped = false;
     let grace: NodeJS.Timeout | undefined;
+    // Settles the wait once its connection is dropped: ioredis does not fail a command still queued for a connection
+    // that is reconnecting when it is disconnected (the broker is down), so the wait would never end (nor a shutdown).
+    let abandon: (value: null) => void = () => undefined;
+    const abandoned = new Promise<null>((resolve) => (abandon = resolve));
     const onAbort = (): void => {
       void this.#unblock(connection);
       grace = setTimeout(() => {
         // Still blocked (offline, or the id was unknown): closing the socket ends the wait on the server too.
         dropped = true;
         this.#drop(connection);
+        abandon(null);
       }, ABORT_GRACE_MS);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      if (connection.id === undefined) connection.id = Number(await connection.client.client('ID'));
+      if (connection.id === undefined) {
+        const id = await Promise.race([connection.client.client('ID'), abandoned]);
+        if (id === null) return null;
+        connection.id = Number(id);
+      }
       if (signal?.aborted) return null;
-      const reply = await connection.client.brpop(...keys, Math.max(timeoutMs, 1) / 1000);
+      // What was queued but never sent is never served: the dropped connection does not reconnect.
+      const reply = await Promise.race([connection.client.brpop(...keys, Math.max(timeoutMs, 1) / 1000), abandoned]);
       return reply ? [reply[0], reply[1]] : null;
     } catch (error) {
       if (dropped || signal?.aborted || this.#closed) return null;

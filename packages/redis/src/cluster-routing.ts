@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { keySlot } from './cluster-slot';
 import type { RedisClient } from './connection-factory';
+import type { ClusterNodeAddress } from './redis-options';
 
 /** True for ioredis's `Cluster` (cluster mode), false for a connection to one server. */
 export function isCluster(client: RedisClient): client is Cluster {
@@ -20,4 +21,10 @@ export function masterClientOf(cluster: Cluster, key: string): Redis | undefined
   const owner = masterOf(cluster, key);
   if (owner === undefined) return undefined;
   return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner);
+}
+
+/** The nodes a cluster client last described (masters and replicas); none for a connection to one server. */
+export function knownNodes(client: RedisClient): ClusterNodeAddress[] {
+  if (!isCluster(client)) return [];
+  return client.nodes('all').flatMap(({ options }) => (options.host && options.port ? [{ host: options.host, port: options.port }] : []));
 }

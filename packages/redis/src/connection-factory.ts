@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisEndpoint } from './broker-url';
+import type { ClusterNodeAddress } from './redis-options';
 
 /** A command connection: one server, or (cluster mode) ioredis's `Cluster`, which routes each command by its key's slot. */
 export type RedisClient = Redis | Cluster;
@@ -55,6 +56,37 @@ export class ConnectionFactory {
     };
     const client = new Cluster(cluster.nodes, options);
     client.on('error', (error: Error) => this.#options.onError(error, role));
+    return client;
+  }
+
+  /**
+   * The subscriber connection. On a cluster it is a plain connection to one node, not ioredis's cluster subscriber: a
+   * cluster forwards every PUBLISH to all its nodes, so any node serves, and ioredis's, with no node reachable, makes
+   * a new connection after each failed one at once (CPU spinning, memory growing by tens of MiB a second, and a
+   * MaxListeners warning: redis/ioredis#2030). This one reconnects with backoff, trying the next node each time
+   * (`nodes`: the cluster's nodes as last seen, else the startup nodes), and ioredis resubscribes on the node it reaches.
+   */
+  createSubscriber(role: string, overrides: RedisOptions = {}, nodes?: () => readonly ClusterNodeAddress[]): Redis {
+    const cluster = this.#options.endpoint.cluster;
+    if (!cluster) return this.create(role, overrides);
+    const given = this.#options.redisOptions?.retryStrategy;
+    const candidates = (): readonly ClusterNodeAddress[] => {
+      const known = nodes?.() ?? [];
+      return known.length > 0 ? known : cluster.nodes;
+    };
+    // A node picked at random, as ioredis picks its subscriber's, so a fleet's subscribers spread over the cluster.
+    let turn = Math.floor(Math.random() * candidates().length);
+    const first = candidates()[turn] as ClusterNodeAddress;
+    const client = this.create(role, {
+      ...overrides,
+      retryStrategy: (times) => {
+        const next = candidates()[++turn % candidates().length] as ClusterNodeAddress;
+        // ioredis's connector reads host and port from this same options object on every connect.
+        client.options.host = next.host;
+        client.options.port = next.port;
+        return given ? given(times) : Math.min(times * 100, 2000);
+      },
+    }, first);
     return client;
   }
 

@@ -18,6 +18,7 @@ import { AckBatcher, type PendingAck } from './ack-batcher';
 import { PushBatcher } from './push-batcher';
 import { BlockingPool, type BlockingWaiter } from './blocking-pool';
 import { ClusterBlockingPool } from './cluster-blocking-pool';
+import { knownNodes } from './cluster-routing';
 import { ClusterQueues } from './cluster-queues';
 import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
@@ -138,7 +139,7 @@ export class RedisStore implements VirtualStore {
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
   #commands: RedisClient | undefined;
-  #subscriber: RedisClient | undefined;
+  #subscriber: Redis | undefined;
   #pool: BlockingWaiter | undefined;
   /** Cluster layout: the queues whose scoped records exist, for sweeps and promotion (undefined otherwise). */
   #clusterQueues: ClusterQueues | undefined;
@@ -195,11 +196,14 @@ export class RedisStore implements VirtualStore {
     this.#closed = false;
     const { factory, layout } = this.#settings;
     const commands = factory.createClient('cmd', { enableAutoPipelining: this.#settings.autoPipelining });
-    const subscriber = factory.createClient('sub', { enableAutoPipelining: false });
+    const subscriber = factory.createSubscriber('sub', {}, () => knownNodes(commands));
     this.#watchConnection(commands);
     try {
       await commands.connect();
-      await subscriber.connect();
+      // On a cluster the commands reached it, so a subscriber's node that does not answer is passed over by its
+      // reconnects (see createSubscriber) rather than failing the store.
+      if (factory.cluster) void subscriber.connect().catch(() => undefined);
+      else await subscriber.connect();
     } catch (error) {
       commands.disconnect();
       subscriber.disconnect();

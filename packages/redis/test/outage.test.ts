@@ -50,6 +50,24 @@ describe.skipIf(!hasServer)('Redis outage', () => {
     }
   }, 30_000);
 
+  it('a consumer cancelled while Redis is down stops waiting for it', async () => {
+    // Its BRPOP sits in ioredis's offline queue, which a disconnect does not fail while reconnecting: the wait is
+    // abandoned instead (nothing was sent, so nothing was popped). It used to wait for Redis without end.
+    const transport = new RedisTransport(redis.url, { pollIntervalMs: 60_000, logger: quietLogger });
+    try {
+      const channel = await transport.createChannel();
+      await channel.declareQueue(new Queue('outage.idle'));
+      const consumer = await channel.consume({ queues: ['outage.idle'], onMessage: () => undefined });
+      await new Promise((resolve) => setTimeout(resolve, 300)); // waiting in BRPOP
+      await redis.kill();
+      await new Promise((resolve) => setTimeout(resolve, 500)); // the wait is now queued for a reconnect
+      await consumer.cancel();
+    } finally {
+      await redis.start();
+      await transport.close();
+    }
+  }, 30_000);
+
   it('retries a publish through an outage longer than ioredis keeps a command (MaxRetriesPerRequestError)', async () => {
     // maxRetriesPerRequest 1: ioredis gives a queued command up after one reconnect attempt, long before Redis is back.
     const transportOptions = { redisOptions: { maxRetriesPerRequest: 1 }, logger: quietLogger };

@@ -50,6 +50,9 @@ interface WorkerFlags extends WorkerClusterFlagValues {
 }
 
 /** Celery's `-P` names: its own kinds map to the kq pool that behaves alike. */
+/** How long `kq worker` waits, once the worker stopped, for its connections to close before it exits anyway. */
+const APP_CLOSE_BOUND_MS = 5000;
+
 const POOL_ALIASES: Readonly<Record<string, PoolKind>> = {
   async: 'async',
   solo: 'async', // one task at a time in the main process: async with -c 1 (set below)
@@ -114,8 +117,9 @@ async function runWorker(flags: WorkerFlags, command: Command): Promise<void> {
   let app: App | undefined;
   const exit = (code: number): void => {
     pidfile?.release();
-    void Promise.resolve(app?.close())
-      .catch(() => undefined)
+    // Closing the connections waits for a broker that may be down: the worker has stopped, so not for long.
+    const closed = Promise.resolve(app?.close()).catch(() => undefined);
+    void Promise.race([closed, new Promise((resolve) => setTimeout(resolve, APP_CLOSE_BOUND_MS).unref())])
       .then(() => logSink?.close())
       .finally(() => process.exit(code));
   };

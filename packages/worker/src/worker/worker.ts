@@ -24,6 +24,11 @@ const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** How long a stop waits for abandoned tasks to give their messages back before closing the channel anyway. */
 const ABANDON_SETTLE_MS = 5000;
+/**
+ * How long a stopping worker waits for what is left to say to the broker (the control node, the channel giving back
+ * unstarted messages, the worker-offline event): with a broker that is down those would wait for it without end.
+ */
+const BROKER_CLOSE_BOUND_MS = 10_000;
 
 
 export interface WorkerOptions {
@@ -293,6 +298,15 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     return this.#stopping;
   }
 
+  /** The control node, the consumer's channel and the bootsteps (events, heartbeat, Mingle...), last started first. */
+  async #closeBrokerSide(): Promise<void> {
+    await this.#node?.close().catch(() => undefined);
+    await this.#consumer?.cancel();
+    for (const step of this.#started.splice(0).reverse()) {
+      await step.stop(this).catch((error: unknown) => this.log.warning(`stopping ${step.name}: ${String(error)}`));
+    }
+  }
+
   /** Gives every running task back (acks late: to its queue) instead of waiting for it: the worker is stopping. */
   #abandonActive(reason: string): void {
     for (const request of this.state.active.values()) request.abandon(reason);
@@ -513,10 +527,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     // Abandoned runs settle (requeue) now; wait for that before the channel closes, within a bound.
     await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS)]);
     await this.pool.terminate();
-    await this.#node?.close().catch(() => undefined);
-    await this.#consumer?.cancel();
-    for (const step of this.#started.splice(0).reverse()) {
-      await step.stop(this).catch((error: unknown) => this.log.warning(`stopping ${step.name}: ${String(error)}`));
+    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS).then(() => false)]);
+    if (!closed) {
+      this.log.warning(
+        `Could not finish with the broker within ${BROKER_CLOSE_BOUND_MS / 1000} s (is it down?); stopping anyway. ` +
+          'Messages this worker had not started go back to their queue when their lease or visibility timeout runs out.',
+      );
     }
     this.#running = false;
     this.#detachMetrics?.();
