@@ -67,16 +67,24 @@ return 0
 );
 
 /**
+ * The fenced part of both commits: KEYS[1] lease, KEYS[2] state; ARGV[1] token, ARGV[2] entry, ARGV[3] tick. Returns
+ * -1 when the lease is not the caller's, 0 when the tick is not after the recorded one; records it otherwise.
+ */
+const RECORD_TICK = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local recorded = redis.call('HGET', KEYS[2], ARGV[2])
+if recorded and tonumber(recorded) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+`;
+
+/**
  * KEYS: lease, state, list keys to push to. ARGV: token, entry, tick, number of PUB/SUB channels, one envelope per
  * list key, then channel/envelope pairs. Returns 1 committed, 0 stale (tick not after the recorded one), -1 fenced.
  */
 const COMMIT = new LuaScript(
   'beat-commit',
-  `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local recorded = redis.call('HGET', KEYS[2], ARGV[2])
-if recorded and tonumber(recorded) >= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  RECORD_TICK +
+    `
 local lists = #KEYS - 2
 for i = 1, lists do redis.call('LPUSH', KEYS[i + 2], ARGV[i + 4]) end
 local channels = tonumber(ARGV[4])
@@ -94,11 +102,8 @@ return 1
  */
 const COMMIT_RECORDED = new LuaScript(
   'beat-commit-recorded',
-  `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local recorded = redis.call('HGET', KEYS[2], ARGV[2])
-if recorded and tonumber(recorded) >= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  RECORD_TICK +
+    `
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
 return 1
 `,

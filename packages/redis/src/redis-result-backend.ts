@@ -12,6 +12,7 @@ import {
 } from '@kq/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
+import { knownNodes } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
 import { LuaScript } from './lua-script';
@@ -319,7 +320,7 @@ export class RedisResultBackend implements ResultBackend {
 
   /** The cluster's nodes as it last described them (replicas too), or the startup nodes until it has. */
   #nextSubscriberNode(startup: readonly ClusterNodeAddress[]): ClusterNodeAddress {
-    const known = this.#client instanceof Cluster ? this.#client.nodes('all').map(({ options }) => ({ host: options.host ?? '127.0.0.1', port: options.port ?? 6379 })) : [];
+    const known = knownNodes(this.#client);
     const nodes = known.length > 0 ? known : startup;
     return nodes[this.#subscriberTurn++ % nodes.length] as ClusterNodeAddress;
   }

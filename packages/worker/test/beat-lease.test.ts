@@ -4,7 +4,8 @@ import type { AmqpTransport } from '@kq/amqp';
 import type { RedisTransport } from '@kq/redis';
 import { brokerReachable, brokerUrls, waitFor } from '@kq/test-harness';
 import { App } from '../src/app';
-import { prepareTaskMessage, type BeatLease, type BeatLeadership, type TickCommit } from '../src/beat/index';
+import type { BeatLeadership } from '../src/beat/index';
+import { elect, queueIds, tick } from './fixtures/beat/lease-helpers';
 // The transport packages' beat leases, imported by path until their index.ts export them.
 import { RedisBeatLease } from '../../redis/src/beat-lease';
 import { AmqpBeatLease } from '../../amqp/src/single-active-consumer-lease';
@@ -12,28 +13,6 @@ import { AmqpBeatLease } from '../../amqp/src/single-active-consumer-lease';
 const redisUrl = `${brokerUrls.redis.replace(/\/\d*$/, '')}/0`;
 const redisUp = await brokerReachable('redis');
 const amqpUp = await brokerReachable('amqp');
-
-/** Starts campaigning and resolves with the leadership once elected. */
-function elect(lease: BeatLease, deposed: Error[] = []): Promise<BeatLeadership> {
-  return new Promise((resolve, reject) => {
-    lease.start({ elected: resolve, deposed: (reason) => deposed.push(reason), error: () => undefined }).catch(reject);
-  });
-}
-
-function tick(app: App, queue: string, entry: string, at: number): TickCommit {
-  const prepared = prepareTaskMessage(app, 'proj.tick', [at], { queue, taskId: `${entry}-${at}` });
-  return { entry, tick: at, publish: { exchange: prepared.exchange.name, routingKey: prepared.routingKey, message: prepared.message } };
-}
-
-async function queueIds(app: App, queue: string): Promise<string[]> {
-  const channel = await app.connection.channel();
-  const ids: string[] = [];
-  for (;;) {
-    const delivery = await channel.get(queue, { noAck: true });
-    if (!delivery) return ids;
-    ids.push(String(delivery.headers['id']));
-  }
-}
 
 describe.skipIf(!redisUp)('the Redis beat lease', () => {
   it('fences off a leader whose lease ran out: its commit publishes nothing; state survives leaders', async () => {

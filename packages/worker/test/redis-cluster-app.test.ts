@@ -4,9 +4,9 @@ import type { RedisTransport } from '@kq/redis';
 import { startRedisClusterOrSkip } from '@kq/test-harness';
 import { afterAll, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
-import { prepareTaskMessage, type BeatLease, type BeatLeadership, type TickCommit } from '../src/beat/index';
 import { chord, group } from '../src/canvas/index';
 import { Logger } from '../src/logger';
+import { elect, queueIds, tick } from './fixtures/beat/lease-helpers';
 // The transport package's beat lease and outbox, imported by path until its index.ts exports them.
 import { RedisBeatLease } from '../../redis/src/beat-lease';
 import { BeatOutbox } from '../../redis/src/beat-outbox';
@@ -41,28 +41,6 @@ describe.skipIf(!cluster)('an app on Redis Cluster, broker and result backend', 
     }
   });
 });
-
-/** Starts campaigning and resolves with the leadership once elected. */
-function elect(lease: BeatLease): Promise<BeatLeadership> {
-  return new Promise((resolve, reject) => {
-    lease.start({ elected: resolve, deposed: () => undefined, error: () => undefined }).catch(reject);
-  });
-}
-
-function tick(app: App, queue: string, entry: string, at: number): TickCommit {
-  const prepared = prepareTaskMessage(app, 'proj.tick', [at], { queue, taskId: `${entry}-${at}` });
-  return { entry, tick: at, publish: { exchange: prepared.exchange.name, routingKey: prepared.routingKey, message: prepared.message } };
-}
-
-async function queueIds(app: App, queue: string): Promise<string[]> {
-  const channel = await app.connection.channel();
-  const ids: string[] = [];
-  for (;;) {
-    const delivery = await channel.get(queue, { noAck: true });
-    if (!delivery) return ids;
-    ids.push(String(delivery.headers['id']));
-  }
-}
 
 describe.skipIf(!cluster)('the Redis beat lease on a cluster', () => {
   it('keeps its keys in one slot, fences off a stale leader, and a new leader first sends what a dead one left', async () => {
