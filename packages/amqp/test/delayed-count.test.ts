@@ -36,6 +36,8 @@ describe.skipIf(!up)('AmqpChannel.countDelayed', () => {
     expect((await channel.checkQueue(target)).messageCount).toBe(0);
     // the 3 s message leaves the ladder for its queue
     await waitFor('the 3 s message out', async () => (await channel.countDelayed?.())?.total === 2, 10_000);
+    // Dead-lettering is asynchronous: the message leaves its level queue a moment before it is in the target queue.
+    await waitFor('the 3 s message in its queue', async () => (await channel.checkQueue(target)).messageCount === 1, 5000);
     expect((await channel.checkQueue(target)).messageCount).toBe(1);
   }, 20_000);
 });
