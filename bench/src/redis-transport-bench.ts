@@ -132,7 +132,8 @@ async function main(): Promise<void> {
       for (let i = 0; i < N; i++) await rawBlocking.brpop(list, 1);
     }),
   );
-  // What a Python worker does per message with ack emulation (WIRE §2.5), hand-written on ioredis: 3 round trips.
+  // What a Python worker does per message with ack emulation
+  // (docs/wire.md#acknowledgements-visibility-timeout-and-leases), hand-written on ioredis: 3 round trips.
   results.push(
     await measure('raw Kombu-style BRPOP + MULTI record + MULTI ack', fill, async () => {
       for (let i = 0; i < N; i++) {

@@ -100,8 +100,8 @@ export function toKqError(error: unknown, context: OperationContext): Error {
     case ReplyCode.PRECONDITION_FAILED:
       return new PreconditionFailed(
         `Cannot ${context.operation}: the broker refused it (406 PRECONDITION_FAILED: ${text}). An entity that ` +
-          `already exists must be declared with the same type, flags and arguments (for Celery's shared entities ` +
-          `see WIRE.md §3.1); delete it first to change them.`,
+          `already exists must be declared with the same type, flags and arguments (Celery's shared entities are ` +
+          `listed in kq's docs/wire.md, section "AMQP"); delete it first to change them.`,
         { cause: error },
       );
     case ReplyCode.ACCESS_REFUSED:

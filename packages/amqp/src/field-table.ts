@@ -3,11 +3,11 @@
  *
  * amqplib picks the smallest integer tag that fits (`b`, `s`, `I`, `l`), but py-amqp (Kombu, Celery) reads `b` as
  * *unsigned* and `s` as a *short string*: a header `retries: 200` encoded by plain amqplib arrives in Python as a
- * corrupt table. So every value is tagged here the way py-amqp writes it (WIRE.md §3.2): str→`S`, bool→`t`,
- * float→`d`, int→`I` (signed 32), larger positive int→`l` (py-amqp and RabbitMQ read it as 64-bit), null→`V`,
- * list→`A`, dict→`F`, Date→`T` (seconds), Buffer→`x`. JavaScript has one number type, so an integral float
- * such as `5.0` is sent as the int 5; a negative integer below -2^31 is sent as a double (py-amqp would read a
- * negative `l` as a huge unsigned number).
+ * corrupt table. So every value is tagged here the way py-amqp writes it (docs/wire.md#amqp-rabbitmq): str→`S`,
+ * bool→`t`, float→`d`, int→`I` (signed 32), larger positive int→`l` (py-amqp and RabbitMQ read it as 64-bit), null→`V`,
+ * list→`A`, dict→`F`, Date→`T` (seconds), Buffer→`x`. JavaScript has one number type, so an integral float such as
+ * `5.0` is sent as the int 5; a negative integer below -2^31 is sent as a double (py-amqp would read a negative `l` as
+ * a huge unsigned number).
  */
 
 import { decodedHoldsTagged } from './field-table-decoder';

@@ -218,7 +218,7 @@ describe.skipIf(!python)('interop with Python Kombu / py-amqp', () => {
       rpc_queue: string;
     }
 
-    /** Celery 5.2's entities as kq declares them for Python peers (WIRE.md §3.1). */
+    /** Celery 5.2's entities as kq declares them for Python peers (docs/wire.md#amqp-rabbitmq). */
     function kqEntities(prefix: string, declared: Pick<Declared, 'reply_oid' | 'event_queue' | 'rpc_queue'>): Array<Exchange | Queue> {
       const task = new Exchange(`${prefix}celery`, { type: 'direct', durable: true });
       const pidbox = new Exchange(`${prefix}celery.pidbox`, { type: 'fanout', durable: false });

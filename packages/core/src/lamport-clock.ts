@@ -1,7 +1,7 @@
 import { comparePythonStrings } from './python-string-order';
 
 /**
- * Lamport logical clock, a port of `kombu.clocks.LamportClock` (WIRE §7).
+ * Lamport logical clock, a port of `kombu.clocks.LamportClock` (docs/wire.md#lamport-clocks).
  *
  * `forward()` before sending, `adjust(received)` on receipt. JavaScript is single-threaded, so the mutex Python
  * wraps around both operations is unnecessary here.
@@ -54,8 +54,9 @@ export class LamportClock {
    * workers elect the same leader), and the collected entry with the smallest id wins (first one on equal ids).
    * Otherwise `heap[0]` wins.
    *
-   * Python indexes `h[1]` unconditionally and crashes with `IndexError` on a one-element heap (WIRE §6.6); here an
-   * empty heap gives `undefined` and a single entry is its own winner.
+   * Python indexes `h[1]` unconditionally and crashes with `IndexError` on a one-element heap
+   * (docs/wire.md#mingle-heartbeats-and-gossip); here an empty heap gives `undefined` and a single entry is its own
+   * winner.
    */
   static sortHeap<T extends readonly [number, string, ...unknown[]]>(heap: readonly T[]): T | undefined {
     const first = heap[0];

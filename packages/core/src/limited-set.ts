@@ -17,8 +17,8 @@ export interface LimitedSetOptions {
 }
 
 /**
- * Wire form of a LimitedSet, as Python's `LimitedSet._data`: `{item: [insertedAt, item]}` (WIRE §6.3). It is what
- * mingle's `hello` carries under `revoked`.
+ * Wire form of a LimitedSet, as Python's `LimitedSet._data`: `{item: [insertedAt, item]}`
+ * (docs/wire.md#mingle-heartbeats-and-gossip). It is what mingle's `hello` carries under `revoked`.
  */
 export type LimitedSetWire = { [item: string]: [timestamp: number, item: string] };
 
@@ -33,7 +33,8 @@ const monotonicSeconds = (): number => Number(process.hrtime.bigint()) / 1e9;
 const MAX_HEAP_OVERLOAD_PERCENT = 15;
 
 /**
- * A set that forgets: a port of `celery.utils.collections.LimitedSet`, used for revoked task ids (WIRE §6.4).
+ * A set that forgets: a port of `celery.utils.collections.LimitedSet`, used for revoked task ids
+ * (docs/wire.md#mingle-heartbeats-and-gossip).
  *
  * * `add` (re)sets the item's timestamp; when the set then holds `maxlen` items or more it is purged.
  * * `purge` drops the oldest items while there are more than `maxlen`, then, if `expires` is set, drops the oldest
@@ -179,8 +180,8 @@ export class LimitedSet<T extends string = string> implements Iterable<T> {
    * The wire form `{item: [timestamp, item]}`, keys in the order items were (last) added, as Python's dict.
    *
    * An integral timestamp is sent as `t + 1e-6`: `JSON.stringify(5.0)` is `5`, which Python parses as `int` and then
-   * rejects (WIRE §6.3). (JavaScript objects also list integer-like keys such as `"42"` first; order on the wire
-   * carries no meaning, receivers sort by timestamp.)
+   * rejects (docs/wire.md#mingle-heartbeats-and-gossip). (JavaScript objects also list integer-like keys such as `"42"`
+   * first; order on the wire carries no meaning, receivers sort by timestamp.)
    */
   toWire(): LimitedSetWire {
     const wire: LimitedSetWire = {};

@@ -1,5 +1,6 @@
 /**
- * Queue order for fair consumption, a port of `kombu.utils.scheduling.round_robin_cycle` (WIRE §2.7).
+ * Queue order for fair consumption, a port of `kombu.utils.scheduling.round_robin_cycle`
+ * (docs/wire.md#queues-and-priorities).
  *
  * A consumer polls the queues in `consume(n)` order and, after taking a message from queue Q, calls `rotate(Q)` so
  * that Q goes to the back and the other queues are polled first next time.

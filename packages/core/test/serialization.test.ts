@@ -14,7 +14,10 @@ import {
 } from '../src/serialization';
 import { ContentDisallowed, DecodeError, EncodeError, OptionalDependencyMissing, SerializerNotRegistered } from '../src/errors';
 
-/** The body captured from kombu 5.6.3: `echo.delay(datetime, b'ab', UUID(int=1), Decimal('1.5'), d=date)` (WIRE §1.4). */
+/**
+ * The body captured from kombu 5.6.3: `echo.delay(datetime, b'ab', UUID(int=1), Decimal('1.5'), d=date)`
+ * (docs/wire.md#serializers-and-compression).
+ */
 const KOMBU_563_MARKERS =
   '[[{"__type__": "datetime", "__value__": "2024-01-02T03:04:05+00:00"}, {"__type__": "bytes", "__value__": "ab"}, ' +
   '{"__type__": "uuid", "__value__": {"hex": "00000000000000000000000000000001"}}, {"__type__": "decimal", "__value__": "1.5"}], ' +
@@ -109,7 +112,7 @@ describe('json codec', () => {
     expect(json({ price: new Money(250), when: new Date(0) }).toString()).toBe(
       '{"price":"2.5 EUR","when":{"__type__":"datetime","__value__":"1970-01-01T00:00:00+00:00"}}',
     );
-    // Compact separators: Python's default ", " / ": " is not required (WIRE §1.4).
+    // Compact separators: Python's default ", " / ": " is not required (docs/wire.md#serializers-and-compression).
     expect(json([1, { a: 'x' }]).toString()).toBe('[1,{"a":"x"}]');
   });
 

@@ -364,7 +364,7 @@ export class RedisBeatLease {
     return masterClientOf(commands, this.#transport.layout.publishChannel(exchange, '')) ?? commands;
   }
 
-  /** Where a publish goes, decided as the transport's channel decides it (Kombu's routing, WIRE §2.4). */
+  /** Where a publish goes, decided as the channel decides it (Kombu's routing, docs/wire.md#exchanges-and-bindings). */
   async #route(exchange: string, routingKey: string, message: OutgoingMessage): Promise<{ queues: string[]; channel?: string }> {
     if (exchange === '') return { queues: [routingKey] };
     const declared = await this.#transport.findExchange(exchange);

@@ -85,7 +85,10 @@ export interface BindingMember {
   queue: string;
 }
 
-/** Kombu's Redis key and channel names, key for key (WIRE §2.2–2.8); with `cluster`, kq's Redis Cluster layout instead. */
+/**
+ * Kombu's Redis key and channel names, key for key (docs/wire.md#redis-kombus-layout); with `cluster`, kq's Redis
+ * Cluster layout instead.
+ */
 export class KeyLayout {
   readonly prefix: string;
   readonly sep: string;

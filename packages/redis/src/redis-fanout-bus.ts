@@ -15,9 +15,9 @@ interface Subscription {
 }
 
 /**
- * Fanout over Redis PUB/SUB exactly as Kombu does it (WIRE §2.4): `PUBLISH {prefix}/{db}.{exchange}[/{routing key}]`
- * and `PSUBSCRIBE` on the same construction from the binding key with `#` → `*` (an empty binding key hears every
- * routing key, see `KeyLayout.subscribePatterns`). Lossy by nature: only
+ * Fanout over Redis PUB/SUB exactly as Kombu does it (docs/wire.md#fanout-over-pubsub):
+ * `PUBLISH {prefix}/{db}.{exchange}[/{routing key}]` and `PSUBSCRIBE` on the same construction from the binding key
+ * with `#` → `*` (an empty binding key hears every routing key, see `KeyLayout.subscribePatterns`). Lossy by nature: only
  * subscribers connected at publish time receive the message. One PSUBSCRIBE per pattern is shared by every local
  * subscriber of it; ioredis re-subscribes after a reconnect.
  */

@@ -1,6 +1,6 @@
 import { DecodeError, documentValue, jsonCodec, parseDocument, pyJson, type ResultMeta } from '@kq/core';
 
-/** Fields Celery writes in this order (WIRE.md §8.1); anything else goes after them, `task_id` always last. */
+/** Fields Celery writes in this order (docs/wire.md#on-redis); anything else goes after them, `task_id` always last. */
 const EXTENDED_FIELDS = ['name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const;
 const ORDERED_FIELDS = new Set(['status', 'result', 'traceback', 'children', 'date_done', 'group_id', 'parent_id', ...EXTENDED_FIELDS, 'task_id']);
 

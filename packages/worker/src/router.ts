@@ -15,7 +15,7 @@ const MAX_REMEMBERED_ROUTES = 1000;
 /**
  * Celery's router: the task's own queue option, else `taskRoutes` (globs in insertion order, or a function), else the
  * default queue. Direct queues are published through the default exchange `''` with the queue name as routing key,
- * exactly as Celery does (WIRE.md §1.5), so Python workers consume what kq sends.
+ * exactly as Celery does (docs/wire.md#routing-a-task), so Python workers consume what kq sends.
  */
 export class Router {
   readonly #config: AppConfig;

@@ -4,7 +4,8 @@ import { Logger } from '../src/logger';
 import { Autoscaler } from '../src/pool/autoscaler';
 import type { Pool } from '../src/pool/pool';
 
-// The Autoscaler's rules (WIRE.md §10.3, celery/worker/autoscale.py) on a pool stand-in and a fake clock.
+// The Autoscaler's rules (packages/worker/docs/pools.md#sizing-and-autoscaling, celery/worker/autoscale.py) on a pool
+// stand-in and a fake clock.
 
 class SizedPool implements Pool {
   readonly name = 'async';

@@ -1,5 +1,6 @@
-// The worker side of events (WIRE.md §5): online/heartbeat/offline, task events with Celery's fields, groups, and
-// event publishing that never breaks the worker. On the memory transport, with a monitor on its own app (own clock).
+// The worker side of events (docs/wire.md#events): online/heartbeat/offline, task events with Celery's fields, groups,
+// and event publishing that never breaks the worker. On the memory transport, with a monitor on its own app (own
+// clock).
 import { Exchange, Queue } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';

@@ -1,5 +1,6 @@
 // Every remote-control command of the cluster steps, through a real Mailbox on the memory transport, checked
-// against Celery's argument and reply shapes (WIRE.md §4.5, captures in wire-samples/redis-5.2.6-*).
+// against Celery's argument and reply shapes (docs/wire.md#remote-control-pidbox; replies as captured from Celery
+// 5.2.6).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';

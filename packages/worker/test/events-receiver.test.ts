@@ -1,6 +1,6 @@
-// EventReceiver and EventDispatcher (WIRE.md §5, §7.3): event shape, exchange type per transport, groups, the
-// receiver's clock rules (task-sent!), list bodies, malformed input, the heartbeat wake-up, and a dispatcher that
-// never throws.
+// EventReceiver and EventDispatcher (docs/wire.md#events, docs/wire.md#lamport-clocks): event shape, exchange type per
+// transport, groups, the receiver's clock rules (task-sent!), list bodies, malformed input, the heartbeat wake-up, and
+// a dispatcher that never throws.
 import { Connection, Exchange, LamportClock, Mailbox, type TransportCapabilities } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEvent, eventGroup, eventRoutingKey, utcOffsetHours, type ReceivedEvent } from '../src/events/event';

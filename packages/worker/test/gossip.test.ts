@@ -1,5 +1,5 @@
-// Gossip (WIRE.md §6.5, §6.6): neighbours from worker.# events, the alive rule, lost nodes, own events, the clock,
-// and elections (never decided on a lone request). kq workers on the memory transport.
+// Gossip (docs/wire.md#mingle-heartbeats-and-gossip): neighbours from worker.# events, the alive rule, lost nodes, own
+// events, the clock, and elections (never decided on a lone request). kq workers on the memory transport.
 import { LamportClock, type Delivery } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';

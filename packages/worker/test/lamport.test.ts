@@ -1,6 +1,7 @@
-// Lamport clocks in a kq fleet (WIRE.md §7): the app clock and the mailbox clock are separate counters, every stamp
-// and adjust of §7.3 happens where Celery does it, and task events come out in causal order across workers once
-// their clocks met through heartbeats. (The mixed kq + Python fleet is in cluster-interop-*.test.ts.)
+// Lamport clocks in a kq fleet (docs/wire.md#lamport-clocks): the app clock and the mailbox clock are separate
+// counters, every stamp and adjust in its table happens where Celery does it, and task events come out in causal order
+// across workers once their clocks met through heartbeats. (The mixed kq + Python fleet is in
+// cluster-interop-*.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { clusterOf } from '../src/cluster/cluster-context';

@@ -1,5 +1,6 @@
-// Mingle (WIRE.md §6.1): at start a worker says hello, adopts its neighbours' clock and merges their revoked sets;
-// its own hello carries its revoked set with float timestamps. Two kq workers on the memory transport.
+// Mingle (docs/wire.md#mingle-heartbeats-and-gossip): at start a worker says hello, adopts its neighbours' clock and
+// merges their revoked sets; its own hello carries its revoked set with float timestamps. Two kq workers on the memory
+// transport.
 import type { MailboxNode } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';

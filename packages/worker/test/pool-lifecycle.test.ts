@@ -8,7 +8,8 @@ import type { Request } from '../src/worker/request';
 import type { Worker, WorkerOptions } from '../src/worker/worker';
 import { app, tasks, type Where } from './fixtures/pool/pool-app';
 
-// Child recycling (maxTasksPerChild, maxMemoryPerChild) and children killed mid-task (WIRE.md §9.3).
+// Child recycling (maxTasksPerChild, maxMemoryPerChild) and children killed mid-task
+// (docs/wire.md#when-a-task-message-is-acknowledged).
 const appModule = fileURLToPath(new URL('./fixtures/pool/pool-app.ts', import.meta.url));
 
 async function waitFor(predicate: () => boolean, timeoutMs = 15_000): Promise<void> {

@@ -6,9 +6,10 @@ import type { SchedulingStrategy } from '../src/pool/pool';
 import type { Worker } from '../src/worker/worker';
 import { app, tasks, type Timed } from './fixtures/pool/pool-app';
 
-// Celery's -O fair vs fcfs (WIRE.md §10.2): one long task and several short ones on two children. Under fair a job
-// is written only to an idle child, so the short ones all run on the other child while the long one runs; under
-// fcfs jobs go round-robin, so every other short task queues behind the long one although a child is idle.
+// Celery's -O fair vs fcfs (packages/worker/docs/pools.md#fair-or-first-come-scheduling--o): one long task and several
+// short ones on two children. Under fair a job is written only to an idle child, so the short ones all run on the other
+// child while the long one runs; under fcfs jobs go round-robin, so every other short task queues behind the long one
+// although a child is idle.
 const appModule = fileURLToPath(new URL('./fixtures/pool/pool-app.ts', import.meta.url));
 const LONG_MS = 1500;
 const SHORTS = 6;

@@ -300,7 +300,7 @@ describe('encoding like Celery', () => {
     const encoded = encodeTaskMessage({ id: 'a', name: 't', args }, { compression: 'zlib' });
     expect(encoded.headers.compression).toBe('application/x-gzip');
     expect(encoded.body.length).toBeLessThan(1000);
-    expect(encoded.body[0]).toBe(0x78); // zlib header, not gzip's 0x1f 0x8b (WIRE fact 18)
+    expect(encoded.body[0]).toBe(0x78); // zlib header, not gzip's 0x1f 0x8b (docs/wire.md#serializers-and-compression)
     expect(decodeTaskMessage(encoded, { accept: ['json'] }).args).toEqual(args);
   });
 });

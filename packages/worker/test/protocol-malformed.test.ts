@@ -98,7 +98,7 @@ describe('malformed task messages', () => {
     expect(decodeTaskMessage(message({ headers: headers({ timelimit: [0, 0] }) }))).toMatchObject({ timeLimit: null, softTimeLimit: null });
     expect(decodeTaskMessage(message({ headers: headers({ eta: '' }) })).eta).toBeNull();
     expect(decodeTaskMessage(message({ headers: headers({ ignore_result: 1 }) })).ignoreResult).toBe(true);
-    // A raw (un-base64'd) body and a kwargs-only call, both accepted by Python (WIRE Appendix B).
+    // A raw (un-base64'd) body and a kwargs-only call, both accepted by Python (docs/wire.md#the-envelope).
     expect(decodeTaskMessage(message({ body: json([[], { x: 1, y: 2 }, { callbacks: null, errbacks: null, chain: null, chord: null }]) })).kwargs).toEqual({ x: 1, y: 2 });
   });
 

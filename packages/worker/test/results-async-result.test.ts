@@ -149,8 +149,8 @@ describe('AsyncResult without a backend', () => {
 });
 
 /**
- * A JS task's errors as a Python client sees them (WIRE.md §8.1): stored through core's registry into Redis (needs
- * @kq/redis's `createResultBackend`), read back with Python Celery's `AsyncResult.get()`.
+ * A JS task's errors as a Python client sees them (docs/wire.md#on-redis): stored through core's registry into Redis
+ * (needs @kq/redis's `createResultBackend`), read back with Python Celery's `AsyncResult.get()`.
  */
 const redisUp = await brokerReachable('redis');
 const redisBackendLoads = redisUp && (await createResultBackend(`${brokerUrls.redis}/12`).then(async (backend) => (await backend.close(), true), () => false));

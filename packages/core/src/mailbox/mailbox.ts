@@ -10,7 +10,7 @@ import { Queue } from '../queue';
 import { MailboxNode, type MailboxHandler } from './mailbox-node';
 import type { NodeMatcher } from './node-matcher';
 
-/** The body of a remote-control request, exactly as Kombu's pidbox writes it (WIRE.md §4.2). */
+/** The body of a remote-control request, exactly as Kombu's pidbox writes it (docs/wire.md#remote-control-pidbox). */
 export interface MailboxRequest {
   method: string;
   arguments: Record<string, unknown>;
@@ -27,7 +27,7 @@ export type MailboxReply = Record<string, unknown>;
 export interface MailboxOptions {
   /** Celery's `control_exchange` (default `celery`): exchanges `<ns>.pidbox` and `reply.<ns>.pidbox`. */
   namespace?: string;
-  /** The mailbox's own Lamport clock — not the app clock (WIRE.md fact 9). */
+  /** The mailbox's own Lamport clock — not the app clock (docs/wire.md#lamport-clocks). */
   clock?: LamportClock;
   serializer?: string;
   accept?: readonly string[];

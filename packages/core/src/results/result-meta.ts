@@ -6,7 +6,7 @@ export const READY_STATES: ReadonlySet<TaskState> = new Set(['SUCCESS', 'FAILURE
 /** Ready states that mean the task did not succeed. */
 export const EXCEPTION_STATES: ReadonlySet<TaskState> = new Set(['FAILURE', 'RETRY', 'REVOKED', 'REJECTED']);
 
-/** How Celery stores an exception (WIRE.md §8.1): Python readers import `exc_module` and look up `exc_type`. */
+/** How Celery stores an exception (docs/wire.md#on-redis): Python imports `exc_module` and looks up `exc_type`. */
 export interface ExceptionInfo {
   exc_type: string;
   exc_message: unknown[];

@@ -1,6 +1,6 @@
 /**
  * A serializer: turns a value into message body bytes and back. `contentType`/`contentEncoding` are what goes into
- * the message properties, e.g. `application/json` + `utf-8` (WIRE §1.4).
+ * the message properties, e.g. `application/json` + `utf-8` (docs/wire.md#serializers-and-compression).
  */
 export interface Codec {
   /** The serializer name used in configuration and accept lists (`json`, `msgpack`, `raw`). */

@@ -52,7 +52,8 @@ function lookup(method: string): CompressionMethod {
   return m;
 }
 
-// kombu's `application/x-gzip` is a zlib stream (Python zlib.compress), not gzip (WIRE §1.4, fact 18).
+// kombu's `application/x-gzip` is a zlib stream (Python zlib.compress), not gzip
+// (docs/wire.md#serializers-and-compression).
 /**
  * Largest body decompression may produce: a few KiB of zlib can inflate to gigabytes, and one such message must
  * not take the worker down. 512 MiB is Celery's own result size ceiling.

@@ -3,7 +3,8 @@ import { DecodeError, EncodeError, KqError } from '../errors';
 import { asBuffer, bodyPreview, type Codec } from './codec';
 
 /**
- * JSON as kombu ≥ 5.3 writes it (WIRE §1.4): values JSON has no syntax for travel as `{"__type__": T, "__value__": V}`.
+ * JSON as kombu ≥ 5.3 writes it (docs/wire.md#serializers-and-compression): values JSON has no syntax for travel as
+ * `{"__type__": T, "__value__": V}`.
  *
  * Encoding: `Date` ⇒ `datetime` (ISO 8601, `+00:00`, microseconds when there are milliseconds), `Buffer`/`Uint8Array`
  * ⇒ `bytes` (the text, when the bytes are valid UTF-8) or `base64`. `BigInt`, `Map`, `Set` and other binary views are

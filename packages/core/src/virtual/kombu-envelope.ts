@@ -13,8 +13,8 @@ import {
 } from '../python-json';
 
 /**
- * The Kombu Redis envelope (WIRE §2.1): one JSON object per message, stored in queue lists, in `unacked` and sent
- * over PUB/SUB.
+ * The Kombu Redis envelope (docs/wire.md#the-envelope): one JSON object per message, stored in queue lists, in
+ * `unacked` and sent over PUB/SUB.
  *
  *   {"body": <base64>, "content-encoding": …, "content-type": …, "headers": {…},
  *    "properties": {<publisher properties>, "delivery_info": {"exchange": …, "routing_key": …},

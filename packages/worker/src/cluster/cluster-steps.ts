@@ -28,9 +28,9 @@ export class ClusterBindingStep implements WorkerStep {
 }
 
 /**
- * The steps that make a worker part of a Celery fleet, in Celery's order (WIRE.md §10.4): state file, event
- * dispatcher with task events, Mingle, Gossip, heartbeats, and the full set of remote-control commands (which
- * override the worker's basic ones by name). Pass them as `app.worker({ steps: clusterSteps({...}) })`.
+ * The steps that make a worker part of a Celery fleet, in Celery's order (docs/wire.md#mingle-heartbeats-and-gossip):
+ * state file, event dispatcher with task events, Mingle, Gossip, heartbeats, and the full set of remote-control
+ * commands (which override the worker's basic ones by name). Pass them as `app.worker({ steps: clusterSteps({...}) })`.
  *
  * The worker starts them after connecting and before its control node and task consumer, and stops them in reverse:
  * `worker-offline` goes out after consuming stopped, the state file is written last.

@@ -41,8 +41,9 @@ export interface GossipOptions {
  * forgotten; the worker itself is never among `aliveWorkers()`.
  *
  * Elections: Python's leader choice (`LamportClock.sort_heap`) crashes a worker whose heap holds a single request
- * (WIRE.md §6.6). A kq worker with no live peer decides alone without sending anything, and one with peers waits
- * for all their requests before deciding, so it never decides on a single entry while others take part.
+ * (docs/wire.md#mingle-heartbeats-and-gossip). A kq worker with no live peer decides alone without sending anything,
+ * and one with peers waits for all their requests before deciding, so it never decides on a single entry while others
+ * take part.
  */
 export class Gossip extends TypedEmitter<GossipEvents> {
   readonly worker: Worker;

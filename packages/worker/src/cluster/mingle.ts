@@ -13,10 +13,11 @@ export interface MingleReply {
 }
 
 /**
- * Celery's `Mingle`: at start-up, before consuming, the worker broadcasts `hello` with its revoked set (WIRE.md
- * §6.1) and waits until a second passes without a reply. From each neighbour's reply it adopts the clock
- * (`adjust`, or `forward` when there is none) and merges the revoked tasks, so a task revoked while this worker was
- * down is not run. It runs before the worker's own control node listens, so it never answers its own hello.
+ * Celery's `Mingle`: at start-up, before consuming, the worker broadcasts `hello` with its revoked set
+ * (docs/wire.md#mingle-heartbeats-and-gossip) and waits until a second passes without a reply. From each neighbour's
+ * reply it adopts the clock (`adjust`, or `forward` when there is none) and merges the revoked tasks, so a task revoked
+ * while this worker was down is not run. It runs before the worker's own control node listens, so it never answers
+ * its own hello.
  */
 export class MingleStep implements WorkerStep {
   readonly name = 'Mingle';

@@ -16,8 +16,8 @@ export function exchangeAsDict(exchange: Exchange): Record<string, unknown> {
 
 /**
  * Kombu's `Queue.as_dict(recurse=True)`, what `inspect active_queues` returns for each queue a worker consumes
- * (WIRE.md §4.5). The first binding is the queue's own `exchange`/`routing_key`; further ones are `bindings`.
- * Kombu keeps `expires`/`message_ttl` in seconds.
+ * (docs/wire.md#remote-control-pidbox). The first binding is the queue's own `exchange`/`routing_key`; further ones are
+ * `bindings`. Kombu keeps `expires`/`message_ttl` in seconds.
  */
 export function queueAsDict(queue: Queue): Record<string, unknown> {
   const [own, ...extra] = queue.bindings;

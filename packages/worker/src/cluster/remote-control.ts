@@ -26,10 +26,10 @@ const count = (value: unknown, fallback: number): number => {
 };
 
 /**
- * Every remote-control command a Celery worker answers (WIRE.md §4.5), with Celery's argument and reply shapes, for
- * a kq worker: `celery inspect` / `celery control`, Flower and `kq inspect` / `kq control` all work against it.
- * Arguments come from other processes: task ids may be one string or a list, missing keys take Celery's defaults,
- * and a handler that fails replies `{error: "<Python-style repr>"}` rather than breaking the worker.
+ * Every remote-control command a Celery worker answers (docs/wire.md#remote-control-pidbox), with Celery's argument and
+ * reply shapes, for a kq worker: `celery inspect` / `celery control`, Flower and `kq inspect` / `kq control` all work
+ * against it. Arguments come from other processes: task ids may be one string or a list, missing keys take Celery's
+ * defaults, and a handler that fails replies `{error: "<Python-style repr>"}` rather than breaking the worker.
  *
  * `pool_grow`, `pool_shrink` and `autoscale` belong to the pool and are not defined here.
  */
@@ -232,8 +232,8 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
     report: async () => ok(bugReport(app.conf, (await app.connection.transport()).name)),
   };
 
-  // Celery's Pidbox forwards the app clock on every control message before handling it (WIRE.md §7.3). The worker's
-  // own commands this set does not replace (the pool's) are wrapped too, so every command counts.
+  // Celery's Pidbox forwards the app clock on every control message before handling it (docs/wire.md#lamport-clocks).
+  // The worker's own commands this set does not replace (the pool's) are wrapped too, so every command counts.
   const wrapped: Record<string, MailboxHandler> = {};
   const all: Record<string, MailboxHandler> = { ...controlCommands(worker), ...commands };
   for (const [name, handler] of Object.entries(all)) {

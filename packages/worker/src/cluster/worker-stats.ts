@@ -2,8 +2,8 @@ import type { Transport } from '@kq/core';
 import type { Worker } from '../worker/worker';
 
 /**
- * `inspect stats` for a kq worker, in the order and shape of Celery's (WIRE.md §4.5): `total, pid, clock` (a
- * **string**), `uptime`, `pool`, `broker`, `prefetch_count`, `rusage`.
+ * `inspect stats` for a kq worker, in the order and shape of Celery's (docs/wire.md#remote-control-pidbox):
+ * `total, pid, clock` (a **string**), `uptime`, `pool`, `broker`, `prefetch_count`, `rusage`.
  */
 export function workerStats(worker: Worker, transport: Transport): Record<string, unknown> {
   return {

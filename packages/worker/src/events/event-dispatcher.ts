@@ -6,7 +6,7 @@ import { DEFAULT_EVENT_EXCHANGE, eventExchange } from './event-exchange';
 export interface EventDispatcherOptions {
   /** Who sends: a worker's node name; clients default to `gen<pid>@<host>` as Celery's `anon_nodename()`. */
   hostname?: string;
-  /** The app Lamport clock every event is stamped with (`forward()`); WIRE.md §7.3. */
+  /** The app Lamport clock every event is stamped with (`forward()`); docs/wire.md#lamport-clocks. */
   clock?: LamportClock;
   /**
    * Only events of these groups are sent (`worker`, `task`); empty or null = every group. A worker without task

@@ -4,8 +4,8 @@ import { Exchange, type TransportCapabilities } from '@kq/core';
 export const DEFAULT_EVENT_EXCHANGE = 'celeryev';
 
 /**
- * The event exchange as Celery declares it (WIRE.md §5.1): a durable **topic** exchange, except on transports whose
- * fanout is live PUB/SUB (Redis), where Celery makes it **fanout** — Kombu then publishes on
+ * The event exchange as Celery declares it (docs/wire.md#events): a durable **topic** exchange, except on transports
+ * whose fanout is live PUB/SUB (Redis), where Celery makes it **fanout** — Kombu then publishes on
  * `/{db}.celeryev/<routing key>` channels and receivers subscribe by pattern, so routing keys still filter. Declaring
  * it any other way would be a 406 on RabbitMQ and would make Python processes miss kq's events on Redis.
  */

@@ -48,9 +48,9 @@ export type EventReceiverEvents = {
 /**
  * Celery's `EventReceiver`: an auto-deleting, non-durable queue `celeryev.<uuid>` bound to the event exchange, read
  * without acks. Bodies may be one event or a list of them (Python workers batch task events under `task.multi`).
- * Every event adjusts the clock per WIRE.md §7.3: `task-sent` comes from a client whose clock is not synchronised,
- * so it is placed just before the local clock (`(value || 1) - 1`); any other event adjusts to its clock, or
- * forwards the local one when it has none.
+ * Every event adjusts the clock per docs/wire.md#lamport-clocks: `task-sent` comes from a client whose clock is not
+ * synchronised, so it is placed just before the local clock (`(value || 1) - 1`); any other event adjusts to its clock,
+ * or forwards the local one when it has none.
  */
 export class EventReceiver extends TypedEmitter<EventReceiverEvents> {
   readonly connection: Connection;
@@ -164,8 +164,9 @@ export class EventReceiver extends TypedEmitter<EventReceiverEvents> {
 }
 
 /**
- * Celery's `event_from_message`: applies the clock rule to one raw event (WIRE.md §7.3) and fills `local_received`;
- * with `localize`, moves `timestamp` into this host's zone. The object is updated in place and returned.
+ * Celery's `event_from_message`: applies the clock rule to one raw event (docs/wire.md#lamport-clocks) and fills
+ * `local_received`; with `localize`, moves `timestamp` into this host's zone. The object is updated in place and
+ * returned.
  */
 export function prepareEvent(
   body: Record<string, unknown> & { type: string },

@@ -1,6 +1,6 @@
 /**
- * One Celery event as it travels on the `celeryev` exchange (WIRE.md §5.2): a flat JSON object whose standard fields
- * come in this order — `hostname, utcoffset, pid, clock, <fields…>, timestamp, type` — because that is the order
+ * One Celery event as it travels on the `celeryev` exchange (docs/wire.md#events): a flat JSON object whose standard
+ * fields come in this order — `hostname, utcoffset, pid, clock, <fields…>, timestamp, type` — because that is the order
  * Python's `Event()` builds them in and monitors print them in.
  */
 export interface CeleryEvent {
@@ -19,7 +19,7 @@ export interface CeleryEvent {
   [field: string]: unknown;
 }
 
-/** An event after a receiver processed it: the clock is set and `local_received` added (WIRE.md §5.3). */
+/** An event after a receiver processed it: the clock is set and `local_received` added (docs/wire.md#events). */
 export interface ReceivedEvent extends CeleryEvent {
   clock: number;
   /** Seconds since the epoch when this process received it. */

@@ -7,7 +7,7 @@ import type { Request } from '../worker/request';
 export type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';
 
 /**
- * The fields of a worker's `task-<kind>` event, as Celery's worker sends them (WIRE.md §5.2): `uuid` first, then
+ * The fields of a worker's `task-<kind>` event, as Celery's worker sends them (docs/wire.md#events): `uuid` first, then
  * per kind — received: `name, args, kwargs` (the repr strings), `root_id, parent_id, retries, eta, expires`;
  * succeeded: `result` (repr string) and `runtime`; failed/retried: `exception` (repr) and `traceback`; rejected:
  * `requeue`; revoked: `terminated, signum, expired`. `details` is what the worker passed along (the raw result or

@@ -143,7 +143,7 @@ function decodeV2(
     );
   }
   if (payload.length !== 3) {
-    // Python 5.2 workers die on a 2-element body and the restored message kills them again (WIRE fact 1).
+    // Python 5.2 workers die on a 2-element body and the restored message kills them again (docs/wire.md#body).
     throw new InvalidTaskError(
       `Invalid protocol 2 body for ${subject()}: it has ${payload.length} element${payload.length === 1 ? '' : 's'}, ` +
         `but it must be exactly [args, kwargs, embed]${payload.length === 2 ? ' (the embed element is missing: send null or {} as the third element; Python workers crash on 2-element bodies)' : ''}.`,

@@ -8,9 +8,10 @@ import type { EncodeTaskOptions, SignatureJson, TaskMessageInit } from './task-m
 import { defaultArgsrepr, defaultKwargsrepr } from './task-repr';
 
 /**
- * Encodes protocol v2 exactly as Celery 5 does (WIRE §1.1–1.3): headers in `as_task_v2`'s order (with `null` where
- * Celery writes null), then custom headers, then kombu's `compression`; properties `correlation_id`, `reply_to`,
- * `delivery_mode`, `priority` and, with `expires`, `expiration`; body `[args, kwargs, embed]`.
+ * Encodes protocol v2 exactly as Celery 5 does (docs/wire.md#task-messages-protocol-v2): headers in `as_task_v2`'s
+ * order (with `null` where Celery writes null), then custom headers, then kombu's `compression`; properties
+ * `correlation_id`, `reply_to`, `delivery_mode`, `priority` and, with `expires`, `expiration`; body
+ * `[args, kwargs, embed]`.
  *
  * Throws `InvalidTaskError` for fields no Celery worker could run (an empty name, a negative retry count, a
  * non-list `args`...) and core's `EncodeError`/`SerializerNotRegistered` when the body cannot be serialized.
@@ -53,7 +54,7 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
     group: init.group ?? null,
     group_index: groupIndex,
     retries,
-    timelimit: [init.timeLimit ?? null, init.softTimeLimit ?? null], // [hard, soft] (WIRE fact 2)
+    timelimit: [init.timeLimit ?? null, init.softTimeLimit ?? null], // [hard, soft] (docs/wire.md#headers)
     root_id: init.rootId || init.id, // Celery: an empty root id means "this task starts the workflow"
     parent_id: init.parentId ?? null,
     argsrepr: init.argsrepr ?? defaultArgsrepr(args),
@@ -98,7 +99,7 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
     priority,
   };
   if (expires !== null) {
-    // kombu: str(int(max(expires - now, 0) * 1000)); a past expiry is sent as "0" (WIRE §1.2).
+    // kombu: str(int(max(expires - now, 0) * 1000)); a past expiry is sent as "0" (docs/wire.md#properties).
     const now = (options.now ?? new Date()).getTime();
     properties.expiration = String(Math.max(0, Math.trunc(expires.getTime() - now)));
   }

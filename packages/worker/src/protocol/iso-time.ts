@@ -2,9 +2,9 @@ import { InvalidTaskError } from '../errors';
 import { localTimeToUtcMs } from './time-zone-offset';
 
 /**
- * Python's `datetime.isoformat()` of an aware UTC datetime, which is how Celery writes `eta`/`expires` (WIRE §1.1):
- * `2026-11-21T13:12:05+00:00`, or `2026-11-21T13:12:05.748000+00:00` when there is a fraction (Python writes six
- * digits whenever microseconds are nonzero; a Date has milliseconds, so the last three are zeros).
+ * Python's `datetime.isoformat()` of an aware UTC datetime, which is how Celery writes `eta`/`expires`
+ * (docs/wire.md#headers): `2026-11-21T13:12:05+00:00`, or `2026-11-21T13:12:05.748000+00:00` when there is a fraction
+ * (Python writes six digits whenever microseconds are nonzero; a Date has milliseconds, so the last three are zeros).
  */
 export function formatIsoDate(date: Date): string {
   const time = date.getTime();

@@ -45,8 +45,8 @@ export class MessageFields {
   }
 
   /**
-   * `timelimit` as `[hard, soft]` seconds (WIRE fact 2). Absent, null or empty means the task's defaults, and so does
-   * a 0 in either place (Python's worker uses `limit or default`).
+   * `timelimit` as `[hard, soft]` seconds (docs/wire.md#headers). Absent, null or empty means the task's defaults, and
+   * so does a 0 in either place (Python's worker uses `limit or default`).
    */
   timeLimits(value: unknown): [hard: number | null, soft: number | null] {
     if (value === undefined || value === null) return [null, null];

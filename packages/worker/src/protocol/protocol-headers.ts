@@ -1,4 +1,4 @@
-/** The headers Celery 5.2 writes for every task, in its order (`AMQP.as_task_v2`, WIRE §1.1). */
+/** The headers Celery 5.2 writes for every task, in its order (`AMQP.as_task_v2`, docs/wire.md#headers). */
 export const CELERY_52_HEADER_KEYS = [
   'lang',
   'task',

@@ -25,9 +25,9 @@ import {
 } from '../errors';
 
 /*
- * How JavaScript errors are stored for Python readers (Celery's `{exc_type, exc_message, exc_module}`, WIRE.md §8.1).
- * A Python client re-raises the stored exception by looking `exc_type` up in the already-imported module
- * `exc_module`; when that fails it synthesizes an exception class of that name. So:
+ * How JavaScript errors are stored for Python readers (Celery's `{exc_type, exc_message, exc_module}`,
+ * docs/wire.md#on-redis). A Python client re-raises the stored exception by looking `exc_type` up in the
+ * already-imported module `exc_module`; when that fails it synthesizes an exception class of that name. So:
  *
  * - JS built-ins map to the Python built-in that means the same: `Error` → `Exception`, `TypeError` → `TypeError`,
  *   `RangeError` → `ValueError` (a value outside what is allowed), `ReferenceError` → `NameError` (Python's own

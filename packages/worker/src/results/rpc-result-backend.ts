@@ -49,7 +49,7 @@ interface Waiter {
 }
 
 /**
- * Celery's `rpc://` result backend (WIRE.md §8.2): the worker publishes each state as a message to the default
+ * Celery's `rpc://` result backend (docs/wire.md#rpc): the worker publishes each state as a message to the default
  * exchange with the task's `reply_to` as routing key and its id as `correlation_id`; the client that sent the task
  * consumes its own reply queue (`<oid>`: non-durable, auto-delete, `x-expires` = result_expires) and keeps the latest
  * state per task. Results are only visible to the client that sent the task, as in Celery; nothing is polled.

@@ -2,8 +2,8 @@ import { KqError, NO_REPLY, type MailboxHandler } from '@kq/core';
 import type { Worker } from './worker';
 
 /**
- * The remote-control commands a kq worker answers, with Celery's argument and reply shapes (WIRE.md §4.5), so
- * `celery inspect` / `celery control` and Flower work against kq workers.
+ * The remote-control commands a kq worker answers, with Celery's argument and reply shapes
+ * (docs/wire.md#remote-control-pidbox), so `celery inspect` / `celery control` and Flower work against kq workers.
  */
 export function controlCommands(worker: Worker): Record<string, MailboxHandler> {
   const ids = (value: unknown): string[] =>
