@@ -1,7 +1,10 @@
 // @kq/amqp — the AMQP 0-9-1 (RabbitMQ) transport for kq, on amqplib.
-import type { TransportOptions } from '@kq/core';
+import { claimPackageCopy, type TransportOptions } from '@kq/core';
 import { AmqpTransport } from './amqp-transport';
 import type { AmqpTransportOptions } from './options';
+
+// One copy of @kq/amqp per process, or a loud error (see claimPackageCopy).
+claimPackageCopy('@kq/amqp', import.meta.url);
 
 export { AmqpDeadLetters } from './dead-letter-queue';
 export { AmqpTransport, AMQP_MAX_PRIORITY } from './amqp-transport';

@@ -153,6 +153,27 @@ export class TransportNotInstalled extends OptionalDependencyMissing {
   }
 }
 
+/**
+ * A second copy of a kq package loaded in a process that already had one (see `claimPackageCopy`). Two copies hold two
+ * of every class, and kq's checks between them fail without a word: periodic tasks never start, cluster steps run
+ * twice, log lines lose their trace ids.
+ */
+export class DuplicatePackageCopies extends KqError {
+  constructor(
+    readonly packageName: string,
+    readonly firstPath: string,
+    readonly secondPath: string,
+  ) {
+    super(
+      `${packageName} is loaded twice in this process, from ${firstPath} and from ${secondPath}; two copies of its classes ` +
+        `break kq's checks. Make every import of ${packageName} resolve to one file: start the app with the \`kq\` bin of ` +
+        `the install your app imports (run from a checkout, it loads the sources for the app too), import kq packages the ` +
+        `same way everywhere (on Node older than 20.19, require() and import get different builds), and keep one install ` +
+        `(\`npm ls ${packageName}\` lists them; \`npm dedupe\`).`,
+    );
+  }
+}
+
 /** True for errors that `Connection.ensure()` should retry. */
 export function isRecoverable(error: unknown): boolean {
   if (error instanceof KqError) return error.recoverable;

@@ -75,6 +75,7 @@ export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limit
 export { randomUuid } from './random-uuid';
 export { sanitizeUrl } from './sanitize-url';
 export { detectPackageManager, installCommand, type PackageManager } from './package-manager';
+export { claimPackageCopy } from './package-copies';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';

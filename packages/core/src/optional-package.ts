@@ -33,6 +33,8 @@ export function isModuleNotFound(error: unknown, packageName: string): boolean {
   return notFound && (typeof message !== 'string' || message.includes(packageName));
 }
 
+const RESOLVING_SOURCES = Symbol.for('kq.resolvingSources');
+
 function applicationDirectories(): string[] {
   const main = process.argv[1];
   return [process.cwd(), ...(main ? [dirname(main)] : [])];
@@ -93,11 +95,15 @@ function esmEntryOf(manifest: Manifest): string | undefined {
   return typeof manifest.main === 'string' ? manifest.main : 'index.js';
 }
 
-/** Follows `import` (else `default`, else `node`) conditions down to a path. */
+/**
+ * Follows `import` (else `node`, else `default`) conditions down to a path; first `kq-source` when the process runs kq
+ * from its sources (worker/src/source-mode.mjs sets the flag), so this gets the copy every other import gets.
+ */
 function conditionTarget(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (!isRecord(value)) return undefined;
-  for (const condition of ['import', 'node', 'default']) {
+  const sources = (globalThis as Record<symbol, unknown>)[RESOLVING_SOURCES] === true;
+  for (const condition of sources ? ['kq-source', 'import', 'node', 'default'] : ['import', 'node', 'default']) {
     const found = conditionTarget(value[condition]);
     if (found !== undefined) return found;
   }

@@ -22,6 +22,13 @@ install(
   },
   { 'dist/index.js': 'export const kind = "esm";', 'dist/index.cjs': 'exports.kind = "cjs";' },
 );
+install(
+  '@kq-test/source-condition',
+  { type: 'module', exports: { '.': { 'kq-source': './src/index.mjs', import: './dist/index.js' }, './package.json': './package.json' } },
+  { 'dist/index.js': 'export const kind = "dist";' },
+);
+mkdirSync(join(app, 'node_modules', '@kq-test', 'source-condition', 'src'));
+writeFileSync(join(app, 'node_modules', '@kq-test', 'source-condition', 'src', 'index.mjs'), 'export const kind = "sources";');
 install('@kq-test/hidden-manifest', { type: 'module', exports: { '.': './dist/main.js' } }, { 'dist/main.js': 'export const kind = "hidden";' });
 install('@kq-test/hidden-cjs-main', { main: './dist/main.cjs', module: './dist/main.mjs' }, {
   'dist/main.cjs': 'exports.kind = "cjs";',
@@ -35,6 +42,20 @@ describe('importOptionalPackage', () => {
     await expect(importOptionalPackage('@kq-test/exports-manifest', { from: [app] })).resolves.toMatchObject({ kind: 'esm' });
     await expect(importOptionalPackage('@kq-test/hidden-manifest', { from: [app] })).resolves.toMatchObject({ kind: 'hidden' });
     await expect(importOptionalPackage('@kq-test/hidden-cjs-main', { from: [app] })).resolves.toMatchObject({ kind: 'module field' });
+  });
+
+  it('follows the kq-source condition only when the process runs kq from its sources, as every other import then does', async () => {
+    const flag = Symbol.for('kq.resolvingSources');
+    const global = globalThis as Record<symbol, unknown>;
+    expect(global[flag]).toBeUndefined();
+    await expect(importOptionalPackage('@kq-test/source-condition', { from: [app] })).resolves.toMatchObject({ kind: 'dist' });
+    global[flag] = true;
+    try {
+      // A fresh specifier: the module cache holds the dist/ one under the other path.
+      await expect(importOptionalPackage('@kq-test/source-condition', { from: [app] })).resolves.toMatchObject({ kind: 'sources' });
+    } finally {
+      delete global[flag];
+    }
   });
 
   it('rejects with the module-not-found error when nobody has the package', async () => {

@@ -1,10 +1,13 @@
-import { KqError, sanitizeUrl, type DelayedCount } from '@kq/core';
+import { KqError, claimPackageCopy, sanitizeUrl, type DelayedCount } from '@kq/core';
 import { EventReceiver, Logger, type App } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
 import { FleetState } from './fleet-state';
 import { loadFleetState, saveFleetState } from './state-file';
 import { buildServer } from './http/server';
 import { WorkerInspector } from './worker-inspector';
+
+// One copy of @kq/dashboard per process, or a loud error. Here rather than in index.ts: the CLI loads this module too.
+claimPackageCopy('@kq/dashboard', import.meta.url);
 
 export interface DashboardOptions {
   /** The app whose broker, result backend and control exchange the dashboard uses. */

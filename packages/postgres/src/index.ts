@@ -1,8 +1,11 @@
 // @kq/postgres — PostgreSQL transport (Kombu's SQLAlchemy tables, SKIP LOCKED claims with leases, LISTEN/NOTIFY)
 // and a PostgreSQL result backend.
-import type { ResultBackendOptions, TransportOptions } from '@kq/core';
+import { claimPackageCopy, type ResultBackendOptions, type TransportOptions } from '@kq/core';
 import { PostgresResultBackend } from './postgres-result-backend';
 import { PostgresTransport } from './postgres-transport';
+
+// One copy of @kq/postgres per process, or a loud error (see claimPackageCopy).
+claimPackageCopy('@kq/postgres', import.meta.url);
 
 export { PostgresTransport } from './postgres-transport';
 export { PostgresStore, QUARANTINE_HOLDER, type PostgresClaim } from './postgres-store';

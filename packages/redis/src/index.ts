@@ -1,7 +1,10 @@
 // @kq/redis — Kombu-compatible Redis transport on ioredis, with leases, fencing and delayed delivery.
-import type { TransportOptions } from '@kq/core';
+import { claimPackageCopy, type TransportOptions } from '@kq/core';
 import { normaliseOptions } from './redis-options';
 import { RedisTransport } from './redis-transport';
+
+// One copy of @kq/redis per process, or a loud error (see claimPackageCopy).
+claimPackageCopy('@kq/redis', import.meta.url);
 
 export { RedisTransport } from './redis-transport';
 export { RedisResultBackend, createResultBackend, type RedisResultBackendOptions } from './redis-result-backend';

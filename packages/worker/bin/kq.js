@@ -5,11 +5,10 @@ import { existsSync } from 'node:fs';
 
 const source = new URL('../src/cli/kq.ts', import.meta.url);
 if (existsSync(source)) {
-  // A checkout of the kq repository (src/ is not published): run the sources through tsx, as the tests and examples
-  // do, so the CLI and a .ts app module in the repo load one copy of @kq/* (the tsconfig paths point at src/).
-  const { register } = await import('tsx/esm/api');
-  register();
-  globalThis[Symbol.for('kq.tsxRegistered')] = true;
+  // A checkout of the kq repository (src/ is not published): run the sources through tsx, with every `@kq/*` import
+  // in the process (the app module's too, from wherever it is) resolved to the sources, so there is one copy of each.
+  const { runFromSources } = await import('../src/source-mode.mjs');
+  await runFromSources();
   await import(source.href);
 } else {
   const built = new URL('../dist/cli/kq.js', import.meta.url);

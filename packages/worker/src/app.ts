@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   Connection,
   KqError,
+  claimPackageCopy,
   LamportClock,
   Producer,
   createResultBackend,
@@ -28,6 +29,10 @@ import { AsyncResult, registerRpcResultBackend, type Revoker } from './results/i
 import { Router } from './router';
 import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 import { Worker, type WorkerOptions } from './worker/worker';
+
+// One copy of @kq/worker per process, or a loud error. Here rather than in index.ts: the CLI and the pool child are
+// entries of their own, and all three load this module.
+claimPackageCopy('@kq/worker', import.meta.url);
 
 /** `app.worker()` options: the worker's, and Celery's cluster steps (`-E`, `--without-*`, `--statedb`); false = none. */
 export interface AppWorkerOptions extends WorkerOptions {
