@@ -24,7 +24,7 @@ import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
 import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
 import { assertTimeZone } from './protocol/index';
-import { AsyncResult, registerRpcResultBackend, type Revoker } from './results/index';
+import { AsyncResult, assertDateDoneForm, registerRpcResultBackend, type Revoker } from './results/index';
 import { Router } from './router';
 import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 import { Worker, type WorkerOptions } from './worker/worker';
@@ -68,6 +68,7 @@ export class App implements AppContract {
     // Misconfiguration fails here, at start-up, not as every message being rejected later.
     defaultSerializers.assertAcceptList(this.conf.acceptContent);
     assertTimeZone(this.conf.timezone);
+    assertDateDoneForm(this.conf.resultDateDone);
     // msgpack, yaml and bzip2 live in optional packages: named anywhere in the configuration, they are loaded now,
     // so `acceptContent: ['json', 'msgpack']` works with no other call.
     const { acceptContent, taskSerializer, resultSerializer, taskCompression } = this.conf;

@@ -1,7 +1,7 @@
 import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
-import { formatIsoDate, type TaskMessage } from '../protocol/index';
-import { exceptionInfo } from '../results/index';
+import { type TaskMessage } from '../protocol/index';
+import { exceptionInfo, formatDateDone } from '../results/index';
 import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { backoffCountdown } from '../retry-backoff';
@@ -410,7 +410,7 @@ export class Request {
       result,
       traceback,
       children: this.#children ?? [],
-      date_done: ready ? formatIsoDate(new Date()) : null,
+      date_done: ready ? formatDateDone(new Date(), this.worker.app.conf.resultDateDone) : null,
       ...(this.message.group ? { group_id: this.message.group } : {}),
       ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
       ...(this.worker.app.conf.resultExtended
