@@ -221,7 +221,7 @@ describe('msgpack codec', () => {
   it('is registered on demand', async () => {
     const registry = new SerializerRegistry();
     registry.register(jsonCodec);
-    expect(() => registry.encode([1], 'msgpack')).toThrow(/enableMsgpack/);
+    expect(() => registry.encode([1], 'msgpack')).toThrow(/registry\.enable\(\["msgpack"\]\).*@msgpack\/msgpack/);
     await registry.enableMsgpack();
     const encoded = registry.encode({ a: [1, 2] }, 'msgpack');
     expect(encoded.contentType).toBe('application/x-msgpack');
@@ -349,6 +349,12 @@ describe('SerializerRegistry', () => {
     expect(defaultSerializers.decode({ body }, { accept: ['raw'] })).toBe(body);
     expect(defaultSerializers.decode({ body }, { accept: ['application/data'] })).toBe(body);
     expect(() => defaultSerializers.decode({ body, contentType: '' }, { accept: ['json'] })).toThrow(ContentDisallowed);
+  });
+
+  it('names the fix when an optional serializer is not loaded', () => {
+    const registry = new SerializerRegistry();
+    expect(() => registry.encode(1, 'yaml')).toThrow(/acceptContent or taskSerializer.*registry\.enable\(\["yaml"\]\).*needs the yaml package/);
+    expect(() => registry.decode({ body: Buffer.from('x'), contentType: 'application/x-yaml' })).toThrow(/registry\.enable\(\["yaml"\]\)/);
   });
 
   it('returns empty bodies undecoded and refuses unknown content types', () => {

@@ -6,6 +6,7 @@ import {
   Producer,
   createResultBackend,
   defaultSerializers,
+  hasCompression,
   type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
@@ -221,6 +222,8 @@ export class App implements AppContract {
   /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
     if (!this.#codecsLoaded) await this.#codecs;
+    const loading = this.#loadCallCodecs(options);
+    if (loading) await loading;
     const parent = currentTask();
     const trace = startPublishTrace(name, this.conf.broker);
     const traced = withTraceHeaders(options, trace, parent);
@@ -251,6 +254,8 @@ export class App implements AppContract {
    */
   async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
     if (!this.#codecsLoaded) await this.#codecs;
+    const loading = calls.map((call) => (call.options ? this.#loadCallCodecs(call.options) : undefined)).filter((load) => load !== undefined);
+    if (loading.length > 0) await Promise.all(loading);
     const nowMs = Date.now();
     const parent = currentTask();
     const traces: PublishTrace[] = [];
@@ -291,6 +296,18 @@ export class App implements AppContract {
     for (const trace of traces) trace.end();
     if (this.conf.taskSendSentEvent) for (const message of prepared) sendTaskSentEvent(this, taskSentFields(message.message, message));
     return prepared.map((message) => new AsyncResult<R>(message.id, backend));
+  }
+
+  /**
+   * A serializer or compression named by one call and not by the configuration (`serializer: 'yaml'`) is loaded on
+   * first use, as the configuration's are; undefined (nothing to wait for) when all it names is there.
+   */
+  #loadCallCodecs(options: ApplyOptions): Promise<void> | undefined {
+    const { serializer, compression } = options;
+    const missing: string[] = [];
+    if (serializer !== undefined && !defaultSerializers.has(serializer)) missing.push(serializer);
+    if (compression && !hasCompression(compression)) missing.push(compression);
+    return missing.length > 0 ? defaultSerializers.enable(missing) : undefined;
   }
 
   #publishParams(prepared: PreparedTaskMessage, delay: number): MessagePublishParams {

@@ -42,6 +42,15 @@ const KOMBU_CONTENT_TYPES: ReadonlyMap<string, string> = new Map([
   ['raw', 'application/data'],
 ]);
 
+/** Kombu's serializer names by content type. */
+const KOMBU_NAMES: ReadonlyMap<string, string> = new Map([...KOMBU_CONTENT_TYPES].map(([name, contentType]) => [contentType, name]));
+
+/** The serializers `enable` loads, with the optional package each needs. */
+const OPTIONAL_PACKAGES: ReadonlyMap<string, string> = new Map([
+  ['msgpack', '@msgpack/msgpack'],
+  ['yaml', 'yaml'],
+]);
+
 const RAW_CONTENT_TYPE = 'application/data';
 
 /** Serializers by name and content type, like kombu's `kombu.serialization.registry`. */
@@ -168,15 +177,25 @@ export class SerializerRegistry {
   }
 
   #notRegistered(nameOrContentType: string): SerializerNotRegistered {
-    const hint =
-      nameOrContentType === 'msgpack' || nameOrContentType === 'application/x-msgpack'
-        ? ' Call `await registry.enableMsgpack()` first (it needs the @msgpack/msgpack package).'
-        : '';
     return new SerializerNotRegistered(
       `No serializer is registered for ${JSON.stringify(nameOrContentType)}. Registered: ` +
-        `${[...this.#byName.keys()].join(', ')}.${hint}`,
+        `${[...this.#byName.keys()].join(', ')}.${notRegisteredHint(nameOrContentType)}`,
     );
   }
+}
+
+/** What to do about a serializer that is not registered: load the optional ones, never expect pickle. */
+function notRegisteredHint(nameOrContentType: string): string {
+  const name = KOMBU_NAMES.get(nameOrContentType) ?? nameOrContentType;
+  const optional = OPTIONAL_PACKAGES.get(name);
+  if (optional !== undefined) {
+    return (
+      ` Name ${JSON.stringify(name)} in the app's acceptContent or taskSerializer (loaded at start-up), or call ` +
+      `\`await registry.enable([${JSON.stringify(name)}])\` first; it needs the ${optional} package.`
+    );
+  }
+  if (name === 'pickle') return ' kq cannot encode or decode pickle (Python objects); use json, msgpack or yaml.';
+  return '';
 }
 
 function messageOf(error: unknown): string {
