@@ -351,6 +351,12 @@ describe('SerializerRegistry', () => {
     expect(() => defaultSerializers.decode({ body, contentType: '' }, { accept: ['json'] })).toThrow(ContentDisallowed);
   });
 
+  it('refuses pickle as ContentDisallowed even when the accept list names it', () => {
+    const message = { body: Buffer.from([0x80, 0x04]), contentType: 'application/x-python-serialize' };
+    expect(() => defaultSerializers.decode(message, { accept: ['json', 'pickle'] })).toThrow(ContentDisallowed);
+    expect(() => defaultSerializers.decode(message)).toThrow(/kq cannot decode pickle, even when it is in the accept list/);
+  });
+
   it('names the fix when an optional serializer is not loaded', () => {
     const registry = new SerializerRegistry();
     expect(() => registry.encode(1, 'yaml')).toThrow(/acceptContent or taskSerializer.*registry\.enable\(\["yaml"\]\).*needs the yaml package/);

@@ -52,6 +52,12 @@ const OPTIONAL_PACKAGES: ReadonlyMap<string, string> = new Map([
 ]);
 
 const RAW_CONTENT_TYPE = 'application/data';
+const PICKLE_CONTENT_TYPE = 'application/x-python-serialize';
+
+/** Why pickled content is refused, whatever the accept list says. */
+export const PICKLE_REFUSED =
+  'Refusing to decode pickle (application/x-python-serialize): kq cannot decode pickle, even when it is in the ' +
+  "accept list. Send this task with serializer 'json' (or msgpack or yaml).";
 
 /** Serializers by name and content type, like kombu's `kombu.serialization.registry`. */
 export class SerializerRegistry {
@@ -106,9 +112,12 @@ export class SerializerRegistry {
     const contentType = message.contentType || RAW_CONTENT_TYPE;
     const { accept } = options;
     if (accept !== undefined && !this.#accepts(accept, contentType)) throw new ContentDisallowed(contentType, accept);
+    const codec = this.#byContentType.get(contentType);
+    // Accepted or not, pickle is refused as content (Kombu's ContentDisallowed), not as a broken body: kq has no
+    // unpickler (nor should it run Python's), and a caller waiting on the task learns why from that error.
+    if (codec === undefined && contentType === PICKLE_CONTENT_TYPE) throw new ContentDisallowed(contentType, accept ?? [], PICKLE_REFUSED);
     const body = message.compression ? decompress(message.body, message.compression) : message.body;
     if (body.length === 0) return body;
-    const codec = this.#byContentType.get(contentType);
     if (codec === undefined) {
       if (contentType === RAW_CONTENT_TYPE) return body;
       throw this.#notRegistered(contentType);
