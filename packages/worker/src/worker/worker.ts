@@ -120,6 +120,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   #node: MailboxNode | undefined;
   #running = false;
   #stopping: Promise<void> | undefined;
+  /**
+   * The broker marks every delivery redelivered or not (AMQP); else only restored ones are marked, and Celery's
+   * `inspect` shows the others' `redelivered` as None (Kombu's virtual transports have no such flag).
+   */
+  #redeliveredFlag = false;
 
   constructor(app: AppContract, options: WorkerOptions = {}) {
     super();
@@ -245,6 +250,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       connection.off('retrying', onRetrying);
     }
     const transport = await connection.transport();
+    this.#redeliveredFlag = transport.capabilities.redeliveredFlag === true;
     this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
     this.#detachMetrics = attachTaskMetrics(this);
     try {
@@ -378,6 +384,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   async #updatePrefetch(): Promise<void> {
     await this.#consumer?.setPrefetch(this.prefetchCount).catch((error: unknown) => this.log.warning(`could not update prefetch: ${String(error)}`));
+  }
+
+  /** True when the broker marks every delivery redelivered or not (known once started). */
+  get redeliveredFlag(): boolean {
+    return this.#redeliveredFlag;
   }
 
   /** Celery configs often accept pickle; kq cannot decode it, which start-up says once rather than each task failing. */
