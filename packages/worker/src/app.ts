@@ -11,7 +11,7 @@ import {
   type ResultBackend,
 } from '@kq/core';
 import type { AppContract } from './app-contract';
-import { builtinTasks, Signature, toWireOptions, type BuiltinContext, type SignatureOptions } from './canvas/index';
+import { builtinTasks, Signature, type BuiltinContext, type SignatureOptions } from './canvas/index';
 import { normalizeSettings, type CelerySettings } from './celery-settings';
 import type { ClusterOptions } from './cluster/cluster-options';
 import { withClusterSteps } from './cluster/cluster-steps';
@@ -97,7 +97,7 @@ export class App implements AppContract {
    * with `chain`, `group` and `chord` like a task's `.s()`.
    */
   signature<R = unknown>(name: string, args: readonly unknown[] = [], kwargs: Record<string, unknown> = {}, options: SignatureOptions = {}): Signature<R> {
-    return new Signature<R>(name, args, kwargs, toWireOptions(options), false, null, this);
+    return new Signature<R>(name, args, kwargs, options, false, null, this);
   }
 
   /** Revokes by id through remote control: what group results use for `revoke()`. */
