@@ -55,7 +55,7 @@ const RAW_CONTENT_TYPE = 'application/data';
 const PICKLE_CONTENT_TYPE = 'application/x-python-serialize';
 
 /** Why pickled content is refused, whatever the accept list says. */
-export const PICKLE_REFUSED =
+const PICKLE_REFUSED =
   'Refusing to decode pickle (application/x-python-serialize): kq cannot decode pickle, even when it is in the ' +
   "accept list. Send this task with serializer 'json' (or msgpack or yaml).";
 
