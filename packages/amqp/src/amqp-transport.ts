@@ -68,6 +68,7 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
       delayedDelivery: true,
       publisherConfirms: this.options.publisherConfirms,
       crashRecovery: true,
+      redeliveredFlag: true,
     };
     this.supervisor = new ConnectionSupervisor(brokers, this.options, (connection) => this.#redeclare(connection));
     this.supervisor.on('connected', () => this.emit('connected'));

@@ -16,15 +16,21 @@ export class KqError extends Error {
   }
 }
 
-/** The content type is not in the consumer's accept list; the body was not decoded. */
+/**
+ * The content type is not in the consumer's accept list, or is one kq never decodes (pickle) even when accepted; the
+ * body was not decoded.
+ */
 export class ContentDisallowed extends KqError {
   constructor(
     readonly contentType: string,
     readonly accept: readonly string[],
+    /** Why, when it is not the accept list (the default message says to add the type to it). */
+    message?: string,
   ) {
     super(
-      `Refusing to decode content of type ${JSON.stringify(contentType)}: it is not in the accept list ` +
-        `[${accept.join(', ')}]. Add it to \`accept\` if this content is trusted.`,
+      message ??
+        `Refusing to decode content of type ${JSON.stringify(contentType)}: it is not in the accept list ` +
+          `[${accept.join(', ')}]. Add it to \`accept\` if this content is trusted.`,
     );
   }
 }

@@ -41,6 +41,11 @@ export interface TransportCapabilities {
   readonly publisherConfirms: boolean;
   /** Deliveries held by a consumer that dies come back on their own (visibility timeout, lease, or connection loss). */
   readonly crashRecovery: boolean;
+  /**
+   * Every delivery carries the broker's own redelivered flag, true or false (AMQP). Where it is absent (the virtual
+   * transports, as Kombu's), only restored messages are marked; Celery reports `redelivered` as None for the rest.
+   */
+  readonly redeliveredFlag?: boolean;
 }
 
 export interface QueueStats {

@@ -224,7 +224,7 @@ describe('msgpack codec', () => {
   it('is registered on demand', async () => {
     const registry = new SerializerRegistry();
     registry.register(jsonCodec);
-    expect(() => registry.encode([1], 'msgpack')).toThrow(/enableMsgpack/);
+    expect(() => registry.encode([1], 'msgpack')).toThrow(/registry\.enable\(\["msgpack"\]\).*@msgpack\/msgpack/);
     await registry.enableMsgpack();
     const encoded = registry.encode({ a: [1, 2] }, 'msgpack');
     expect(encoded.contentType).toBe('application/x-msgpack');
@@ -352,6 +352,18 @@ describe('SerializerRegistry', () => {
     expect(defaultSerializers.decode({ body }, { accept: ['raw'] })).toBe(body);
     expect(defaultSerializers.decode({ body }, { accept: ['application/data'] })).toBe(body);
     expect(() => defaultSerializers.decode({ body, contentType: '' }, { accept: ['json'] })).toThrow(ContentDisallowed);
+  });
+
+  it('refuses pickle as ContentDisallowed even when the accept list names it', () => {
+    const message = { body: Buffer.from([0x80, 0x04]), contentType: 'application/x-python-serialize' };
+    expect(() => defaultSerializers.decode(message, { accept: ['json', 'pickle'] })).toThrow(ContentDisallowed);
+    expect(() => defaultSerializers.decode(message)).toThrow(/kq cannot decode pickle, even when it is in the accept list/);
+  });
+
+  it('names the fix when an optional serializer is not loaded', () => {
+    const registry = new SerializerRegistry();
+    expect(() => registry.encode(1, 'yaml')).toThrow(/acceptContent or taskSerializer.*registry\.enable\(\["yaml"\]\).*needs the yaml package/);
+    expect(() => registry.decode({ body: Buffer.from('x'), contentType: 'application/x-yaml' })).toThrow(/registry\.enable\(\["yaml"\]\)/);
   });
 
   it('returns empty bodies undecoded and refuses unknown content types', () => {

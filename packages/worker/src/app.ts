@@ -7,11 +7,12 @@ import {
   Producer,
   createResultBackend,
   defaultSerializers,
+  hasCompression,
   type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
 import type { AppContract } from './app-contract';
-import { builtinTasks, Signature, toWireOptions, type BuiltinContext, type SignatureOptions } from './canvas/index';
+import { builtinTasks, Signature, type BuiltinContext, type SignatureOptions } from './canvas/index';
 import { normalizeSettings, type CelerySettings } from './celery-settings';
 import type { ClusterOptions } from './cluster/cluster-options';
 import { withClusterSteps } from './cluster/cluster-steps';
@@ -25,7 +26,7 @@ import { Logger } from './logger';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
 import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
 import { assertTimeZone } from './protocol/index';
-import { AsyncResult, registerRpcResultBackend, type Revoker } from './results/index';
+import { AsyncResult, assertDateDoneForm, registerRpcResultBackend, type Revoker } from './results/index';
 import { Router } from './router';
 import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 import { Worker, type WorkerOptions } from './worker/worker';
@@ -73,6 +74,7 @@ export class App implements AppContract {
     // Misconfiguration fails here, at start-up, not as every message being rejected later.
     defaultSerializers.assertAcceptList(this.conf.acceptContent);
     assertTimeZone(this.conf.timezone);
+    assertDateDoneForm(this.conf.resultDateDone);
     // msgpack, yaml and bzip2 live in optional packages: named anywhere in the configuration, they are loaded now,
     // so `acceptContent: ['json', 'msgpack']` works with no other call.
     const { acceptContent, taskSerializer, resultSerializer, taskCompression } = this.conf;
@@ -100,7 +102,7 @@ export class App implements AppContract {
    * with `chain`, `group` and `chord` like a task's `.s()`.
    */
   signature<R = unknown>(name: string, args: readonly unknown[] = [], kwargs: Record<string, unknown> = {}, options: SignatureOptions = {}): Signature<R> {
-    return new Signature<R>(name, args, kwargs, toWireOptions(options), false, null, this);
+    return new Signature<R>(name, args, kwargs, options, false, null, this);
   }
 
   /** Revokes by id through remote control: what group results use for `revoke()`. */
@@ -225,6 +227,8 @@ export class App implements AppContract {
   /** Encodes, routes and publishes one task message; resolves to its id once the broker has it. */
   async sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed: TaskEmbed = {}): Promise<string> {
     if (!this.#codecsLoaded) await this.#codecs;
+    const loading = this.#loadCallCodecs(options);
+    if (loading) await loading;
     const parent = currentTask();
     const trace = startPublishTrace(name, this.conf.broker);
     const traced = withTraceHeaders(options, trace, parent);
@@ -255,6 +259,8 @@ export class App implements AppContract {
    */
   async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
     if (!this.#codecsLoaded) await this.#codecs;
+    const loading = calls.map((call) => (call.options ? this.#loadCallCodecs(call.options) : undefined)).filter((load) => load !== undefined);
+    if (loading.length > 0) await Promise.all(loading);
     const nowMs = Date.now();
     const parent = currentTask();
     const traces: PublishTrace[] = [];
@@ -295,6 +301,18 @@ export class App implements AppContract {
     for (const trace of traces) trace.end();
     if (this.conf.taskSendSentEvent) for (const message of prepared) sendTaskSentEvent(this, taskSentFields(message.message, message));
     return prepared.map((message) => new AsyncResult<R>(message.id, backend));
+  }
+
+  /**
+   * A serializer or compression named by one call and not by the configuration (`serializer: 'yaml'`) is loaded on
+   * first use, as the configuration's are; undefined (nothing to wait for) when all it names is there.
+   */
+  #loadCallCodecs(options: ApplyOptions): Promise<void> | undefined {
+    const { serializer, compression } = options;
+    const missing: string[] = [];
+    if (serializer !== undefined && !defaultSerializers.has(serializer)) missing.push(serializer);
+    if (compression && !hasCompression(compression)) missing.push(compression);
+    return missing.length > 0 ? defaultSerializers.enable(missing) : undefined;
   }
 
   #publishParams(prepared: PreparedTaskMessage, delay: number): MessagePublishParams {

@@ -18,6 +18,9 @@ export type TaskRoutes =
 /** How ETA/countdown tasks wait: in the broker (delayed delivery) or held by the worker (Celery's way). */
 export type EtaStrategy = 'broker' | 'worker';
 
+/** `resultDateDone`: with a UTC offset (Celery 5.3+) or naive UTC (Celery 5.2). */
+export type DateDoneForm = 'aware' | 'naive';
+
 /**
  * App configuration: Celery's setting names in camelCase (`task_acks_late` → `taskAcksLate`), same defaults.
  * Durations are in seconds where Celery's are, so settings copy across unchanged.
@@ -78,6 +81,12 @@ export interface AppConfig {
   resultExpires: number;
   resultExtended: boolean;
   resultPersistent: boolean;
+  /**
+   * How results' `date_done` is written: `aware` (default), Celery 5.3+'s `2026-11-21T13:12:05.748000+00:00`; or
+   * `naive`, Celery 5.2's `datetime.utcnow().isoformat()` (`2026-11-21T13:12:05.748000`, UTC without an offset), for
+   * a fleet whose Python 5.2 code subtracts a naive datetime from `result.date_done` (an aware one raises TypeError).
+   */
+  resultDateDone: DateDoneForm;
   /** Seconds between `celery.chord_unlock` polls on backends without a native chord join (Celery's default 1). */
   resultChordRetryInterval: number;
   workerPrefetchMultiplier: number;
@@ -153,6 +162,7 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   resultExpires: 86_400,
   resultExtended: false,
   resultPersistent: false,
+  resultDateDone: 'aware',
   resultChordRetryInterval: 1,
   workerPrefetchMultiplier: 4,
   workerConcurrency: 10,

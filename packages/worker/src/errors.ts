@@ -3,6 +3,9 @@ import { KqError } from '@kq/core';
 /** A task message that cannot be run as sent: bad body shape, missing headers, unparseable ETA. */
 export class InvalidTaskError extends KqError {}
 
+/** A signature was given an option kq does not know (a misspelt name, or one kq would not apply). */
+export class InvalidSignatureOption extends KqError {}
+
 /** A message named a task this worker does not have. */
 export class NotRegistered extends KqError {
   constructor(readonly taskName: string) {

@@ -3,7 +3,7 @@ export { App, type AppWorkerOptions } from './app';
 export type { AppContract } from './app-contract';
 export type { TaskApp } from './task-app';
 export { normalizeSettings, type CelerySettings } from './celery-settings';
-export { DEFAULT_CONFIG, type AppConfig, type EtaStrategy, type Route, type TaskRoutes } from './config';
+export { DEFAULT_CONFIG, type AppConfig, type DateDoneForm, type EtaStrategy, type Route, type TaskRoutes } from './config';
 export { Control, type RevokeOptions } from './control';
 export * from './errors';
 export { Logger, formatLogLine, parseLogLevel, type LogFormat, type LogLevel, type LogRecord, type LogSink } from './logger';

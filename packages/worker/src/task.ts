@@ -1,6 +1,6 @@
 import { KqError } from '@kq/core';
 import type { ApplyOptions, TaskCall } from './apply-options';
-import { Chunks, MapSignature, Signature, toWireOptions, type SignatureOptions } from './canvas/index';
+import { Chunks, MapSignature, Signature, type SignatureOptions } from './canvas/index';
 import { runAsCurrentTask } from './current-task';
 import type { AsyncResult } from './results/index';
 import type { TaskApp } from './task-app';
@@ -139,7 +139,7 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
 
   /** A signature of this task (Celery's `signature()`), with keyword arguments and options. */
   signature(args: Partial<A> | readonly unknown[] = [], kwargs: TaskKwargs<N, A> | Record<string, unknown> = {}, options: SignatureOptions = {}): Signature<Awaited<R>> {
-    return new Signature<Awaited<R>>(this.name, args as unknown[], kwargs as Record<string, unknown>, toWireOptions(options), false, null, this.app);
+    return new Signature<Awaited<R>>(this.name, args as unknown[], kwargs as Record<string, unknown>, options, false, null, this.app);
   }
 
   /**

@@ -22,7 +22,7 @@ function recordingApp(sent: Sent[]): CanvasApp {
   let next = 0;
   return {
     threadOid: 'oid',
-    conf: { resultExpires: 60, resultChordRetryInterval: 1 },
+    conf: { resultExpires: 60, resultChordRetryInterval: 1, resultDateDone: 'aware' },
     sendTaskMessage: async (name, args, options, embed) => {
       sent.push({ name, args, options, embed });
       return options.taskId ?? `generated-${next++}`;

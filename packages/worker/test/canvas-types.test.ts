@@ -5,7 +5,7 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { App } from '../src/app';
-import { chain, chord, group } from '../src/canvas/index';
+import { Signature, chain, chord, group } from '../src/canvas/index';
 import type { AsyncResult, GroupResult } from '../src/results/index';
 
 const app = new App('types', { broker: 'memory://canvas-types' });
@@ -35,6 +35,25 @@ describe('canvas types', () => {
     chord([add.s(1, 1), add.s(2, 2)], join.s());
     // @ts-expect-error — total takes number[], the header gives strings
     chord([shout.s('a')], total.s());
+    expect(true).toBe(true);
+  });
+
+  it("take a signature's options by kq's names or Celery's, and nothing else", () => {
+    // Only types are checked: the refusals at run time are in signature-options.test.ts.
+    const check = (build: () => unknown): void => void build;
+    check(() => new Signature('py.add', [], {}, { taskId: 'a', routingKey: 'r', timeLimit: 1 }));
+    check(() => new Signature('py.add', [], {}, { task_id: 'a', routing_key: 'r', time_limit: 1 }));
+    check(() => add.s(1, 2).set({ taskId: 'a', linkError: shout.s() }));
+    // @ts-expect-error — a misspelt option is not silently kept
+    check(() => new Signature('py.add', [], {}, { taskid: 'a' }));
+    // @ts-expect-error — an option kq would not apply
+    check(() => new Signature('py.add', [], {}, { retry_policy: {} }));
+    // @ts-expect-error — set() takes kq's names
+    check(() => add.s(1, 2).set({ bogus: 1 }));
+    // @ts-expect-error — and so does applyAsync
+    check(() => add.s(1, 2).applyAsync([], {}, { task_idd: 'a' }));
+    // @ts-expect-error — and app.signature
+    check(() => app.signature('py.add', [], {}, { routingkey: 'r' }));
     expect(true).toBe(true);
   });
 });

@@ -160,7 +160,7 @@ describe('canvas on memory://', () => {
     const chained = await chain(swap.s(4), add.s(1)).delay();
     expect(await chained.get({ timeout: 5000 })).toBe(11);
     expect(await (await toGroup.delay(1)).get({ timeout: 5000 })).toEqual([2, 3]);
-    const inChord = app.task('t.inchord', (ctx) => ctx.replace(add.s(1, 1).set({ chord: 'x' })));
+    const inChord = app.task('t.inchord', (ctx) => ctx.replace(Signature.fromJSON({ ...add.s(1, 1).toJSON(), options: { chord: 'x' } }, app)));
     void inChord;
     expect(() => new Chain([])).not.toThrow();
     expect(ImproperlyConfigured).toBeDefined();

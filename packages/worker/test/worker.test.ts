@@ -317,6 +317,37 @@ describe('Worker on memory://', () => {
     expect(await (await app.asyncResult('unknown')).state()).toBe('FAILURE');
   });
 
+  it('with pickle accepted, warns once at start-up and stores a pickled task as ContentDisallowed', async () => {
+    await app.close();
+    app = new App('test', { broker: `memory://${broker}`, backend: `memory://${broker}`, acceptContent: ['json', 'pickle'] });
+    app.task('good', (_ctx, n: number) => n);
+    await startWorker();
+    const warnings = logs.filter((record) => record.level === 'warning' && record.message.includes('kq cannot decode pickle'));
+    expect(warnings).toHaveLength(1);
+    const producer = new Producer(app.connection);
+    const queue = new Queue('celery', { exchange: new Exchange('celery'), routingKey: 'celery' });
+    await producer.publish(Buffer.from([0x80, 0x04, 0x95]), {
+      routingKey: 'celery',
+      headers: { task: 'good', id: 'pickled' },
+      contentType: 'application/x-python-serialize',
+      contentEncoding: 'binary',
+      declare: [queue],
+    });
+    const result = await app.asyncResult('pickled');
+    await waitFor(() => logs.some((record) => record.message.includes('Rejected message')));
+    await expect.poll(() => result.state()).toBe('FAILURE');
+    expect((await result.meta())?.result).toEqual({
+      exc_type: 'ContentDisallowed',
+      exc_module: 'kombu.exceptions',
+      exc_message: [expect.stringMatching(/kq cannot decode pickle, even when it is in the accept list/)],
+    });
+  });
+
+  it('says nothing about pickle when it is not accepted', async () => {
+    await startWorker();
+    expect(logs.filter((record) => record.message.includes('pickle'))).toEqual([]);
+  });
+
   it('rejects a message when the task throws Reject', async () => {
     app.task('refuse', () => {
       throw new Reject('not today', false);

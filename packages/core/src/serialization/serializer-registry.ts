@@ -42,7 +42,22 @@ const KOMBU_CONTENT_TYPES: ReadonlyMap<string, string> = new Map([
   ['raw', 'application/data'],
 ]);
 
+/** Kombu's serializer names by content type. */
+const KOMBU_NAMES: ReadonlyMap<string, string> = new Map([...KOMBU_CONTENT_TYPES].map(([name, contentType]) => [contentType, name]));
+
+/** The serializers `enable` loads, with the optional package each needs. */
+const OPTIONAL_PACKAGES: ReadonlyMap<string, string> = new Map([
+  ['msgpack', '@msgpack/msgpack'],
+  ['yaml', 'yaml'],
+]);
+
 const RAW_CONTENT_TYPE = 'application/data';
+const PICKLE_CONTENT_TYPE = 'application/x-python-serialize';
+
+/** Why pickled content is refused, whatever the accept list says. */
+const PICKLE_REFUSED =
+  'Refusing to decode pickle (application/x-python-serialize): kq cannot decode pickle, even when it is in the ' +
+  "accept list. Send this task with serializer 'json' (or msgpack or yaml).";
 
 /** Serializers by name and content type, like kombu's `kombu.serialization.registry`. */
 export class SerializerRegistry {
@@ -97,9 +112,12 @@ export class SerializerRegistry {
     const contentType = message.contentType || RAW_CONTENT_TYPE;
     const { accept } = options;
     if (accept !== undefined && !this.#accepts(accept, contentType)) throw new ContentDisallowed(contentType, accept);
+    const codec = this.#byContentType.get(contentType);
+    // Accepted or not, pickle is refused as content (Kombu's ContentDisallowed), not as a broken body: kq has no
+    // unpickler (nor should it run Python's), and a caller waiting on the task learns why from that error.
+    if (codec === undefined && contentType === PICKLE_CONTENT_TYPE) throw new ContentDisallowed(contentType, accept ?? [], PICKLE_REFUSED);
     const body = message.compression ? decompress(message.body, message.compression) : message.body;
     if (body.length === 0) return body;
-    const codec = this.#byContentType.get(contentType);
     if (codec === undefined) {
       if (contentType === RAW_CONTENT_TYPE) return body;
       throw this.#notRegistered(contentType);
@@ -168,15 +186,25 @@ export class SerializerRegistry {
   }
 
   #notRegistered(nameOrContentType: string): SerializerNotRegistered {
-    const hint =
-      nameOrContentType === 'msgpack' || nameOrContentType === 'application/x-msgpack'
-        ? ' Call `await registry.enableMsgpack()` first (it needs the @msgpack/msgpack package).'
-        : '';
     return new SerializerNotRegistered(
       `No serializer is registered for ${JSON.stringify(nameOrContentType)}. Registered: ` +
-        `${[...this.#byName.keys()].join(', ')}.${hint}`,
+        `${[...this.#byName.keys()].join(', ')}.${notRegisteredHint(nameOrContentType)}`,
     );
   }
+}
+
+/** What to do about a serializer that is not registered: load the optional ones, never expect pickle. */
+function notRegisteredHint(nameOrContentType: string): string {
+  const name = KOMBU_NAMES.get(nameOrContentType) ?? nameOrContentType;
+  const optional = OPTIONAL_PACKAGES.get(name);
+  if (optional !== undefined) {
+    return (
+      ` Name ${JSON.stringify(name)} in the app's acceptContent or taskSerializer (loaded at start-up), or call ` +
+      `\`await registry.enable([${JSON.stringify(name)}])\` first; it needs the ${optional} package.`
+    );
+  }
+  if (name === 'pickle') return ' kq cannot encode or decode pickle (Python objects); use json, msgpack or yaml.';
+  return '';
 }
 
 function messageOf(error: unknown): string {

@@ -1,5 +1,6 @@
 import type { ResultBackend } from '@kq/core';
 import type { ApplyOptions, TaskEmbed } from '../apply-options';
+import type { DateDoneForm } from '../config';
 import type { Revoker } from '../results/index';
 
 /**
@@ -8,7 +9,7 @@ import type { Revoker } from '../results/index';
  */
 export interface CanvasApp {
   readonly threadOid: string;
-  readonly conf: { readonly resultExpires: number; readonly resultChordRetryInterval: number };
+  readonly conf: { readonly resultExpires: number; readonly resultChordRetryInterval: number; readonly resultDateDone: DateDoneForm };
   sendTaskMessage(name: string, args: unknown[], options: ApplyOptions, embed?: TaskEmbed): Promise<string>;
   backend(): Promise<ResultBackend | null>;
   /** A call's options with the defaults of the named task (its queue, priority, limits) where it is registered here. */

@@ -37,7 +37,8 @@ export class Chain<R = unknown> extends Signature<R> {
 
   constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
     const steps = tasks.map((task) => (task instanceof Signature ? task : Signature.fromJSON(task, app)));
-    super('celery.chain', [], {}, options, false, 'chain', app ?? steps.find((task) => task.app)?.app);
+    super('celery.chain', [], {}, {}, false, 'chain', app ?? steps.find((task) => task.app)?.app);
+    this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
     this.tasks = steps;
   }
 

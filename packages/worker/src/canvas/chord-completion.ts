@@ -1,7 +1,7 @@
 import { pythonRepr, type ResultBackend, type TaskState } from '@kq/core';
 import { ChordError, TaskFailedError } from '../errors';
-import { formatIsoDate, type SignatureJson } from '../protocol/index';
-import { exceptionInfo, GroupResult, resultFromTuple } from '../results/index';
+import { type SignatureJson } from '../protocol/index';
+import { exceptionInfo, formatDateDone, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';
 import { Chain } from './chain';
 import { Signature, type AnySignature } from './signature';
@@ -86,7 +86,7 @@ export async function failChord(app: CanvasApp, backend: ResultBackend, callback
   if (!bodyId) return;
   try {
     await backend.store(
-      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children: [], date_done: formatIsoDate(new Date()), task_id: bodyId },
+      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children: [], date_done: formatDateDone(new Date(), app.conf.resultDateDone), task_id: bodyId },
       { expiresMs: app.conf.resultExpires * 1000 },
     );
   } catch (storeError) {

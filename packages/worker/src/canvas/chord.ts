@@ -19,7 +19,8 @@ export class Chord<R = unknown> extends Signature<R> {
   constructor(header: Group | readonly SignatureInput[], body: SignatureInput, options: Readonly<WireOptions> = {}, app?: CanvasApp) {
     const headerGroup = header instanceof Group ? header : new Group(header, {}, app);
     const bodySignature = body instanceof Signature ? body : Signature.fromJSON(body, app);
-    super('celery.chord', [], {}, options, false, 'chord', app ?? headerGroup.app ?? bodySignature.app);
+    super('celery.chord', [], {}, {}, false, 'chord', app ?? headerGroup.app ?? bodySignature.app);
+    this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
     this.header = headerGroup;
     this.body = bodySignature;
   }

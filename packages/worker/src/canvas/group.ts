@@ -21,7 +21,8 @@ export class Group<R extends readonly unknown[] = unknown[]> extends Signature<R
 
   constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
     const members = tasks.map((task) => (task instanceof Signature ? task : Signature.fromJSON(task, app)));
-    super('celery.group', [], {}, options, false, 'group', app ?? members.find((task) => task.app)?.app);
+    super('celery.group', [], {}, {}, false, 'group', app ?? members.find((task) => task.app)?.app);
+    this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
     this.tasks = members;
   }
 

@@ -12,7 +12,8 @@ import type { WireOptions } from './signature-options';
 export class MapSignature<R = unknown> extends Signature<R[]> {
   constructor(kind: 'xmap' | 'xstarmap', task: AnySignature | SignatureJson, items: readonly unknown[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
     const taskJson = task instanceof Signature ? task.toJSON() : task;
-    super(kind === 'xmap' ? 'celery.map' : 'celery.starmap', [], { task: taskJson, it: [...items] }, options, true, kind, app ?? (task instanceof Signature ? task.app : undefined));
+    super(kind === 'xmap' ? 'celery.map' : 'celery.starmap', [], { task: taskJson, it: [...items] }, {}, true, kind, app ?? (task instanceof Signature ? task.app : undefined));
+    this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
   }
 
   override applyWire(args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, options: Readonly<WireOptions>): Promise<AsyncResult<R[]>> {
@@ -32,7 +33,8 @@ export class MapSignature<R = unknown> extends Signature<R[]> {
 export class Chunks<R = unknown> extends Signature<R[][], GroupResult<R[][]>> {
   constructor(task: AnySignature | SignatureJson, items: readonly (readonly unknown[])[], size: number, options: Readonly<WireOptions> = {}, app?: CanvasApp) {
     const taskJson = task instanceof Signature ? task.toJSON() : task;
-    super('celery.chunks', [], { task: taskJson, it: items.map((item) => [...item]), n: size }, options, true, 'chunks', app ?? (task instanceof Signature ? task.app : undefined));
+    super('celery.chunks', [], { task: taskJson, it: items.map((item) => [...item]), n: size }, {}, true, 'chunks', app ?? (task instanceof Signature ? task.app : undefined));
+    this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
   }
 
   /** The group of `celery.starmap` parts this sends. */

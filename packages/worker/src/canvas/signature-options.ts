@@ -1,13 +1,15 @@
 import type { ApplyOptions, SignatureLike } from '../apply-options';
+import { InvalidSignatureOption } from '../errors';
 import { formatIsoDate, type SignatureJson } from '../protocol/index';
 
 /** A signature's options as they travel: Celery's `apply_async` keyword names (`task_id`, `routing_key`, `link`...). */
 export type WireOptions = Record<string, unknown>;
 
 /**
- * The options a signature takes from TypeScript (`sig.set({...})`, `applyAsync(args, kwargs, options)`): kq's
- * camelCase names of Celery's `apply_async` options. Any other key is kept under its snake_case name, as Celery
- * keeps unknown options (they reach the router and the publish).
+ * The options a signature takes from TypeScript (`sig.set({...})`, `applyAsync(args, kwargs, options)`,
+ * `task.s(...).set(...)`): kq's camelCase names of the Celery `apply_async` options kq applies. Nothing else is
+ * accepted — a misspelt or unknown option is a compile error and, from untyped code, an `InvalidSignatureOption` —
+ * because an option kq does not apply would otherwise be dropped without a word.
  */
 export interface SignatureOptions {
   taskId?: string;
@@ -15,36 +17,99 @@ export interface SignatureOptions {
   exchange?: string;
   routingKey?: string;
   priority?: number;
+  /** Seconds from now. */
   countdown?: number;
   eta?: Date | string;
+  /** Seconds from now, or an absolute time. */
   expires?: number | Date | string;
   timeLimit?: number;
   softTimeLimit?: number;
+  retries?: number;
   headers?: Record<string, unknown>;
   shadow?: string;
   ignoreResult?: boolean;
   replyTo?: string;
+  parentId?: string;
+  rootId?: string;
+  groupId?: string;
+  groupIndex?: number;
   serializer?: string;
   compression?: string;
   link?: SignatureLike | readonly SignatureLike[];
   linkError?: SignatureLike | readonly SignatureLike[];
-  [option: string]: unknown;
+  /** Record the sent task as a child of the running task (default true). */
+  addToParent?: boolean;
+  /** Route as if the task had this name (Celery's `route_name`). */
+  routeName?: string;
+  replacedTaskNesting?: number;
 }
 
-/** `taskId` → `task_id`; names already in snake_case stay. */
-export function wireName(name: string): string {
-  return name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
-}
+/** Each option's Celery name, as it travels in a signature's `options`. */
+const WIRE_NAMES = {
+  taskId: 'task_id',
+  queue: 'queue',
+  exchange: 'exchange',
+  routingKey: 'routing_key',
+  priority: 'priority',
+  countdown: 'countdown',
+  eta: 'eta',
+  expires: 'expires',
+  timeLimit: 'time_limit',
+  softTimeLimit: 'soft_time_limit',
+  retries: 'retries',
+  headers: 'headers',
+  shadow: 'shadow',
+  ignoreResult: 'ignore_result',
+  replyTo: 'reply_to',
+  parentId: 'parent_id',
+  rootId: 'root_id',
+  groupId: 'group_id',
+  groupIndex: 'group_index',
+  serializer: 'serializer',
+  compression: 'compression',
+  link: 'link',
+  linkError: 'link_error',
+  addToParent: 'add_to_parent',
+  routeName: 'route_name',
+  replacedTaskNesting: 'replaced_task_nesting',
+} as const satisfies Record<keyof SignatureOptions, string>;
 
-/** Options given in kq's names, in Celery's; undefined values dropped, `link`/`link_error` always lists. */
-export function toWireOptions(options: Readonly<Record<string, unknown>>): WireOptions {
+/** The same options under Celery's names (`task_id`, `routing_key`...), as a Python `Signature(..., options=)`. */
+export type CelerySignatureOptions = { [K in keyof SignatureOptions as (typeof WIRE_NAMES)[K]]?: SignatureOptions[K] };
+
+/** What `new Signature(task, args, kwargs, options)` takes: each option by kq's name or by Celery's. */
+export type SignatureConstructorOptions = SignatureOptions & CelerySignatureOptions;
+
+const BY_NAME: ReadonlyMap<string, string> = new Map([
+  ...Object.entries(WIRE_NAMES),
+  ...Object.values(WIRE_NAMES).map((wire): [string, string] => [wire, wire]),
+]);
+
+/**
+ * Options given in kq's names (or Celery's), in Celery's; undefined values dropped, `link`/`link_error` always
+ * lists. An option that is neither is refused with `InvalidSignatureOption`, never kept unapplied.
+ */
+export function toWireOptions(options: Readonly<SignatureConstructorOptions>): WireOptions {
   const wire: WireOptions = {};
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined) continue;
-    const name = wireName(key);
+    const name = BY_NAME.get(key);
+    if (name === undefined) throw unknownOption(key);
     wire[name] = name === 'link' || name === 'link_error' ? (Array.isArray(value) ? [...(value as unknown[])] : [value]) : value;
   }
   return wire;
+}
+
+function unknownOption(key: string): InvalidSignatureOption {
+  const folded = key.replace(/_/g, '').toLowerCase();
+  const near = Object.keys(WIRE_NAMES).find((name) => name.toLowerCase() === folded);
+  const hint = near === undefined ? '' : ` Did you mean ${JSON.stringify(near)}?`;
+  return new InvalidSignatureOption(
+    `Unknown signature option ${JSON.stringify(key)}.${hint} A signature takes these, by kq's name or Celery's: ` +
+      `${Object.entries(WIRE_NAMES)
+        .map(([name, wire]) => (name === wire ? name : `${name} (${wire})`))
+        .join(', ')}.`,
+  );
 }
 
 /** Everything in the options in JSON form (signatures serialized, dates as ISO text, as Kombu 5.2 writes them). */

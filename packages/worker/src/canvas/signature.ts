@@ -2,7 +2,7 @@ import { KqError, randomUuid } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { AsyncResult, type ResultNode } from '../results/index';
 import type { CanvasApp } from './canvas-app';
-import { applyOptionsFromWire, toWireOptions, wireOptionsJson, type SignatureOptions, type WireOptions } from './signature-options';
+import { applyOptionsFromWire, toWireOptions, wireOptionsJson, type SignatureConstructorOptions, type SignatureOptions, type WireOptions } from './signature-options';
 
 /** Any signature, whatever it gives when sent and takes in. */
 export type AnySignature = Signature<unknown, ResultNode, never>;
@@ -47,11 +47,15 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
   /** The app that sends it: a task's `.s()` sets it; signatures read from a message get the worker's. */
   app: CanvasApp | undefined;
 
+  /**
+   * `options` by kq's names (`taskId`) or Celery's (`task_id`); an unknown one is refused (`InvalidSignatureOption`).
+   * A signature read from the wire keeps whatever options its sender gave: see `fromJSON`.
+   */
   constructor(
     task: string,
     args: readonly unknown[] = [],
     kwargs: Readonly<Record<string, unknown>> = {},
-    options: Readonly<WireOptions> = {},
+    options: Readonly<SignatureConstructorOptions> = {},
     immutable = false,
     subtaskType: string | null = null,
     app?: CanvasApp,
@@ -59,7 +63,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
     this.task = task;
     this.args = [...args];
     this.kwargs = { ...kwargs };
-    this.options = { ...options };
+    this.options = toWireOptions(options);
     this.immutable = immutable;
     this.subtaskType = subtaskType;
     this.app = app;
@@ -74,7 +78,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
   static fromJSON(json: SignatureJson, app?: CanvasApp): AnySignature {
     const fromJson = json.subtask_type ? signatureTypes.get(json.subtask_type) : undefined;
     if (fromJson) return fromJson(json, app);
-    return new Signature(json.task, json.args ?? [], json.kwargs ?? {}, json.options ?? {}, json.immutable ?? false, json.subtask_type ?? null, app);
+    return withWireOptions(new Signature(json.task, json.args ?? [], json.kwargs ?? {}, {}, json.immutable ?? false, json.subtask_type ?? null, app), json.options ?? {});
   }
 
   /** The task id, once set or frozen. */
@@ -199,7 +203,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
 
   /** A new signature of this kind with these parts (composites rebuild their children). */
   protected rebuild(args: unknown[], kwargs: Record<string, unknown>, options: WireOptions): this {
-    return new Signature(this.task, args, kwargs, options, this.immutable, this.subtaskType, this.app) as this;
+    return withWireOptions(new Signature(this.task, args, kwargs, {}, this.immutable, this.subtaskType, this.app), options) as this;
   }
 
   protected resultFor(taskId: string): AsyncResult<R> {
@@ -220,6 +224,15 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
     if (!list.includes(value)) list.push(value);
     this.options[key] = list;
   }
+}
+
+/**
+ * The signature with options as they travel, kept whole: a sender's options are not ours to refuse (Celery keeps
+ * unknown ones, and 5.3+ stamps add their own). Composites and signatures read from JSON are made this way.
+ */
+export function withWireOptions<S extends AnySignature>(signature: S, options: Readonly<WireOptions>): S {
+  signature.options = { ...options };
+  return signature;
 }
 
 function hasKeys(value: Readonly<Record<string, unknown>>): boolean {

@@ -8,3 +8,4 @@ export {
   exceptionTraceback,
   formatExceptionMessage,
 } from './exception-info';
+export { assertDateDoneForm, formatDateDone } from './date-done';

@@ -2,7 +2,8 @@ import type { TaskState } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { Group, onChordPartReturn, Signature, type AnySignature } from '../canvas/index';
 import type { Logger } from '../logger';
-import { formatIsoDate, type SignatureJson, type TaskMessage } from '../protocol/index';
+import { type SignatureJson, type TaskMessage } from '../protocol/index';
+import { formatDateDone } from '../results/index';
 
 /*
  * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,
@@ -75,7 +76,7 @@ export async function failRemainingChain(app: AppContract, log: Logger, message:
     try {
       if (backend && taskId && (state === 'FAILURE' || state === 'REVOKED')) {
         await backend.store(
-          { status: state, result: info, traceback, children: [], date_done: formatIsoDate(new Date()), task_id: taskId },
+          { status: state, result: info, traceback, children: [], date_done: formatDateDone(new Date(), app.conf.resultDateDone), task_id: taskId },
           { expiresMs: app.conf.resultExpires * 1000 },
         );
       }

@@ -1,7 +1,8 @@
 import { ContentDisallowed, DecodeError, type Delivery, type ResultMeta } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
-import { formatIsoDate, type TaskMessage } from '../protocol/index';
+import { type TaskMessage } from '../protocol/index';
+import { formatDateDone } from '../results/index';
 
 type FailureTarget = Pick<TaskMessage, 'id' | 'name' | 'correlationId' | 'replyTo'>;
 type ExceptionRecord = { exc_type: string; exc_message: unknown[]; exc_module: string };
@@ -19,7 +20,7 @@ export async function storeFailure(app: AppContract, log: Logger, message: Failu
         result: info,
         traceback: null,
         children: [],
-        date_done: formatIsoDate(new Date()),
+        date_done: formatDateDone(new Date(), app.conf.resultDateDone),
         ...(app.conf.resultExtended ? extended : {}),
         task_id: message.id,
       },

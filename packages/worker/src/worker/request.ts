@@ -1,7 +1,7 @@
 import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
-import { formatIsoDate, type TaskMessage } from '../protocol/index';
-import { exceptionInfo } from '../results/index';
+import { type TaskMessage } from '../protocol/index';
+import { exceptionInfo, formatDateDone } from '../results/index';
 import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { backoffCountdown } from '../retry-backoff';
@@ -19,7 +19,8 @@ export interface RequestInfo {
   hostname: string;
   time_start: number | null;
   acknowledged: boolean;
-  delivery_info: { exchange: string; routing_key: string; priority: number | null; redelivered: boolean };
+  /** `redelivered` is null where the broker marks only redeliveries (Redis, as Celery reports it there). */
+  delivery_info: { exchange: string; routing_key: string; priority: number | null; redelivered: boolean | null };
   worker_pid: number | null;
 }
 
@@ -160,7 +161,7 @@ export class Request {
         exchange: this.delivery.deliveryInfo.exchange,
         routing_key: this.delivery.deliveryInfo.routingKey,
         priority: this.message.priority,
-        redelivered: this.delivery.deliveryInfo.redelivered,
+        redelivered: this.delivery.deliveryInfo.redelivered || (this.worker.redeliveredFlag ? false : null),
       },
       // Celery's process pool reports the child running it; threads share this process's pid.
       worker_pid: this.timeStart === null ? null : ((this.worker.pool.name === 'processes' ? this.worker.pool.runningOn?.(this.id) : undefined) ?? process.pid),
@@ -410,7 +411,7 @@ export class Request {
       result,
       traceback,
       children: this.#children ?? [],
-      date_done: ready ? formatIsoDate(new Date()) : null,
+      date_done: ready ? formatDateDone(new Date(), this.worker.app.conf.resultDateDone) : null,
       ...(this.message.group ? { group_id: this.message.group } : {}),
       ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
       ...(this.worker.app.conf.resultExtended

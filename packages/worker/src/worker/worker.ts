@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { jsonLogSink } from '../log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -120,6 +120,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
   #node: MailboxNode | undefined;
   #running = false;
   #stopping: Promise<void> | undefined;
+  /**
+   * The broker marks every delivery redelivered or not (AMQP); else only restored ones are marked, and Celery's
+   * `inspect` shows the others' `redelivered` as None (Kombu's virtual transports have no such flag).
+   */
+  #redeliveredFlag = false;
 
   constructor(app: AppContract, options: WorkerOptions = {}) {
     super();
@@ -225,6 +230,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await this.#http.start();
     }
     await this.app.codecsReady();
+    this.#warnIfPickleAccepted();
     const connection = this.app.connection;
     // Every failed attempt is one line, as Celery words it, so an unreachable broker is never a silent hang.
     const onRetrying = (reason: Error, attempt: number, delayMs: number, maxRetries: number | undefined): void => {
@@ -244,6 +250,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       connection.off('retrying', onRetrying);
     }
     const transport = await connection.transport();
+    this.#redeliveredFlag = transport.capabilities.redeliveredFlag === true;
     this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
     this.#detachMetrics = attachTaskMetrics(this);
     try {
@@ -377,6 +384,22 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   async #updatePrefetch(): Promise<void> {
     await this.#consumer?.setPrefetch(this.prefetchCount).catch((error: unknown) => this.log.warning(`could not update prefetch: ${String(error)}`));
+  }
+
+  /** True when the broker marks every delivery redelivered or not (known once started). */
+  get redeliveredFlag(): boolean {
+    return this.#redeliveredFlag;
+  }
+
+  /** Celery configs often accept pickle; kq cannot decode it, which start-up says once rather than each task failing. */
+  #warnIfPickleAccepted(): void {
+    const { acceptContent } = this.app.conf;
+    const pickle = acceptContent.find((entry) => entry === 'pickle' || entry === 'application/x-python-serialize');
+    if (pickle === undefined || defaultSerializers.has('application/x-python-serialize')) return;
+    this.log.warning(
+      `acceptContent names ${JSON.stringify(pickle)}, but kq cannot decode pickle: pickled tasks will be rejected and ` +
+        'their result stored as ContentDisallowed (kombu.exceptions). Have their senders use json, msgpack or yaml.',
+    );
   }
 
   async #receive(delivery: Delivery): Promise<void> {

@@ -1,0 +1,75 @@
+/**
+ * A signature's options: kq's camelCase names and Celery's snake_case ones both apply (`new Signature(..., { taskId })`
+ * used to keep `taskId` under that name, which nothing reads, and send the task under another id); anything else is
+ * refused at run time as at compile time (canvas-types.test.ts). Options read from the wire are kept whole.
+ */
+import { MemoryBroker } from '@kq/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { App } from '../src/app';
+import { Signature } from '../src/canvas/index';
+import { InvalidSignatureOption } from '../src/errors';
+import { decodeTaskMessage } from '../src/protocol/index';
+
+let seq = 0;
+
+describe('signature options', () => {
+  let app: App;
+
+  beforeEach(() => {
+    const broker = `signature-options-${++seq}`;
+    MemoryBroker.reset(broker);
+    app = new App('client', { broker: `memory://${broker}` });
+  });
+
+  afterEach(async () => {
+    await app.close();
+  });
+
+  const sent = async (queue = 'celery'): Promise<ReturnType<typeof decodeTaskMessage>> => {
+    const channel = await app.connection.channel();
+    const delivery = await channel.get(queue);
+    if (!delivery) throw new Error(`nothing in ${queue}`);
+    await delivery.ack();
+    return decodeTaskMessage(delivery);
+  };
+
+  it('new Signature(..., { taskId, ... }) applies them under their Celery names', async () => {
+    const signature = new Signature('py.add', [1, 2], {}, { taskId: 'fixed-id', queue: 'elsewhere', timeLimit: 5 }, false, null, app);
+    expect(signature.id).toBe('fixed-id');
+    expect(signature.toJSON().options).toEqual({ task_id: 'fixed-id', queue: 'elsewhere', time_limit: 5 });
+    const result = await signature.delay();
+    expect(result.id).toBe('fixed-id');
+    const message = await sent('elsewhere');
+    expect(message).toMatchObject({ id: 'fixed-id', timeLimit: 5 });
+  });
+
+  it("takes Celery's names too, as a Python Signature(options=...) spells them", async () => {
+    const signature = new Signature('py.add', [1, 2], {}, { task_id: 'celery-id', soft_time_limit: 3 }, false, null, app);
+    await signature.delay();
+    expect(await sent()).toMatchObject({ id: 'celery-id', softTimeLimit: 3 });
+  });
+
+  it('refuses an unknown option at run time, naming the one meant', () => {
+    const untyped = { taskid: 'x' } as Record<string, unknown>;
+    const error = ((): unknown => {
+      try {
+        return new Signature('py.add', [], {}, untyped);
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidSignatureOption);
+    expect((error as Error).message).toMatch(/Unknown signature option "taskid"\. Did you mean "taskId"\?.*taskId \(task_id\)/);
+    const signature = new Signature('py.add', [], {}, {}, false, null, app);
+    expect(() => signature.set({ retryPolicy: {} } as Record<string, unknown>)).toThrow(InvalidSignatureOption);
+    expect(() => signature.applyAsync([], {}, { bogus: 1 } as Record<string, unknown>)).toThrow(InvalidSignatureOption);
+    expect(() => app.signature('py.add', [], {}, { routing_Key: 'x' } as Record<string, unknown>)).toThrow(/Did you mean "routingKey"/);
+  });
+
+  it("keeps a sender's own options when read from JSON (Celery keeps unknown ones; 5.3+ stamps add theirs)", () => {
+    const json = { task: 'py.add', args: [], kwargs: {}, options: { task_id: 'a', stamped_headers: ['mine'], mine: 'x' }, subtask_type: null, immutable: false };
+    const signature = Signature.fromJSON(json, app);
+    expect(signature.options).toEqual(json.options);
+    expect(signature.clone([1]).toJSON().options).toEqual(json.options);
+  });
+});
