@@ -82,7 +82,7 @@ export interface AppConfig {
   resultExtended: boolean;
   resultPersistent: boolean;
   /**
-   * How results' `date_done` is written: `aware` (default), Celery 5.3+'s `2026-11-21T13:12:05.748000+00:00`; or
+   * How results' `date_done` is written: `aware` (default), Celery 5.4+'s `2026-11-21T13:12:05.748000+00:00`; or
    * `naive`, Celery 5.2's `datetime.utcnow().isoformat()` (`2026-11-21T13:12:05.748000`, UTC without an offset), for
    * a fleet whose Python 5.2 code subtracts a naive datetime from `result.date_done` (an aware one raises TypeError).
    */

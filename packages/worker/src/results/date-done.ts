@@ -5,7 +5,7 @@ import { formatIsoDate } from '../protocol/index';
 const FORMS: readonly DateDoneForm[] = ['aware', 'naive'];
 
 /**
- * A result's `date_done` in the form the app is set to write (`resultDateDone`): Celery 5.3+'s aware
+ * A result's `date_done` in the form the app is set to write (`resultDateDone`): Celery 5.4+'s aware
  * `…+00:00`, or Celery 5.2's naive `datetime.utcnow().isoformat()` — the same UTC instant without the offset.
  */
 export function formatDateDone(date: Date, form: DateDoneForm): string {
