@@ -187,6 +187,18 @@ export class RabbitCluster {
     await node.kill();
   }
 
+  /** Starts a killed node again, on its own data: it rejoins the cluster (and its quorum queues catch up). */
+  async restartNode(node: RabbitNode): Promise<void> {
+    await node.start();
+    this.#killed.delete(node);
+    const first = this.#live()[0] as RabbitNode;
+    await waitFor(
+      () => first.ctl('cluster_status', '--formatter', 'json').then((out) => (JSON.parse(out) as { running_nodes?: string[] }).running_nodes?.length === 3, () => false),
+      60_000,
+      `${node.nodeName} to rejoin the cluster`,
+    );
+  }
+
   /**
    * Kills the task queue's leader outright (SIGKILL); the other two elect a new leader from their copies and the
    * clients connected to it fail over. The clients connect to the first node first and declare the queue there, so

@@ -71,6 +71,7 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
       recoveryTimeout: ctx.options.recoveryTimeout,
       closeTimeout: ctx.options.closeTimeout,
       onError: (error) => this.reportError(error),
+      routedQueues: (exchange, routingKey, headers) => ctx.topology.queuesRoutedTo(exchange, routingKey, headers),
     });
   }
 

@@ -1,8 +1,9 @@
-import { ChannelClosed, ConnectionLost, EncodeError, PublishRejected, UnroutableError } from '@kq/core';
+import { backoffCountdown, ChannelClosed, ConnectionLost, EncodeError, PublishRejected, UnroutableError, type Queue } from '@kq/core';
 import type { AmqplibChannel, AmqplibConfirmChannel, AmqplibMessage, AmqplibOptions } from './amqplib-loader';
 import { brokerText, isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
 import { Fifo } from './fifo';
+import { publishRefusalReason } from './publish-refusal';
 import type { ConnectionSupervisor } from './connection-supervisor';
 
 export interface PublishRequest {
@@ -25,18 +26,28 @@ interface PendingPublish extends PublishRequest {
   startedAt: number;
   /** Channels the broker closed while this message was unconfirmed on them (a refused publish closes its channel). */
   channelErrors: number;
+  /** The incarnation of the channel it was last sent on (which channel a confirm or nack speaks for). */
+  incarnation: number;
 }
 
 /** A message on a channel the broker closed this many times (not a connection loss) is refused, not retried. */
 const MAX_CHANNEL_ERRORS = 3;
-/** After a basic.nack the channel is replaced, at most this often (a full queue nacks every publish). */
-const NACK_RESET_INTERVAL_MS = 1000;
+/**
+ * A channel that had a publish nacked is replaced this long after the nack: 50 ms, doubling with every replacement
+ * that did not help (the new channel was nacked before it confirmed anything), up to 1 s. So a queue that stays full
+ * does not churn channels faster than once a second, while a quorum queue that elected a new leader is published
+ * to again within 50 ms plus a few doublings.
+ */
+const NACK_REPLACE_FIRST_MS = 50;
+const NACK_REPLACE_MAX_MS = 1000;
 
 export interface PublisherOptions {
   confirms: boolean;
   recoveryTimeout: number;
   closeTimeout: number;
   onError: (error: Error) => void;
+  /** The declared queues a publish to `exchange` with `routingKey` reaches, to say why the broker refused it. */
+  routedQueues?: (exchange: string, routingKey: string, headers: Record<string, unknown>) => readonly Queue[];
 }
 
 /**
@@ -68,7 +79,12 @@ export class Publisher {
   #closed = false;
   #final = false;
   #idleWaiters: Array<() => void> = [];
-  #lastNackReset = 0;
+  /** Channels replaced after nacks since a publish was last confirmed on a channel opened after such a replacement. */
+  #nackReplacements = 0;
+  /** Channels up to this incarnation were nacked and are (being) replaced: their later nacks change nothing. */
+  #retiredIncarnation = 0;
+  /** A nacked channel waiting to be replaced: nothing more is sent on it, publishes wait for the next channel. */
+  #retiring: { channel: AmqplibChannel; done: Promise<void>; release: () => void; timer: NodeJS.Timeout } | undefined;
 
   constructor(supervisor: ConnectionSupervisor, options: PublisherOptions) {
     this.#options = options;
@@ -79,6 +95,7 @@ export class Publisher {
       onLost: (channel, error) => {
         this.#returnable.clear();
         this.#endDraining(channel);
+        if (this.#retiring?.channel === channel) this.#endRetiring();
         // amqplib has already failed the unconfirmed messages ('channel closed'), so they are in #resend; the pump
         // that re-sends them runs in a microtask, after this.
         if (error && replyCodeOf(error) !== undefined) this.#failRefused(error);
@@ -107,10 +124,11 @@ export class Publisher {
         returned: false,
         startedAt: Date.now(),
         channelErrors: 0,
+        incarnation: 0,
       };
       const channel = this.#slot.current;
       // Fast path: a live channel with nothing queued ahead.
-      if (channel && !this.#draining && !this.#pumping && this.#queue.length === 0 && this.#resend.length === 0) {
+      if (channel && !this.#draining && !this.#retiring && !this.#pumping && this.#queue.length === 0 && this.#resend.length === 0) {
         if (this.#send(channel, pending)) return;
       } else {
         this.#queue.push(pending);
@@ -132,6 +150,7 @@ export class Publisher {
       clearTimeout(timer);
     }
     this.#final = true;
+    this.#endRetiring();
     const unsent = [...this.#resend.drain(), ...this.#queue.drain()];
     for (const pending of unsent) {
       pending.reject(new ChannelClosed(`The channel was closed before the message for ${describe(pending)} could be sent; it was not published.`));
@@ -144,6 +163,7 @@ export class Publisher {
   abort(reason: Error): void {
     this.#closed = true;
     this.#final = true;
+    this.#endRetiring();
     for (const item of [...this.#resend.drain(), ...this.#queue.drain()]) item.reject(reason);
     void this.#slot.close();
   }
@@ -163,8 +183,8 @@ export class Publisher {
     this.#pumping = true;
     try {
       while (!this.#final && (this.#resend.length > 0 || this.#queue.length > 0)) {
-        if (this.#draining) {
-          await this.#draining.done;
+        if (this.#draining || this.#retiring) {
+          await (this.#draining ?? this.#retiring)?.done;
           continue;
         }
         let channel: AmqplibChannel;
@@ -176,7 +196,7 @@ export class Publisher {
           if (this.#resend.length > 0 || this.#queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
           continue;
         }
-        while (!this.#draining && this.#slot.current === channel) {
+        while (!this.#draining && !this.#retiring && this.#slot.current === channel) {
           const next = this.#resend.shift() ?? this.#queue.shift();
           if (!next) break;
           if (!this.#send(channel, next)) break;
@@ -191,6 +211,8 @@ export class Publisher {
   /** Sends one message; false (with the message put back at the head) when the channel turned out to be dead. */
   #send(channel: AmqplibChannel, pending: PendingPublish): boolean {
     if (pending.mandatory && this.#options.confirms) this.#returnable.add(pending);
+    // `channel` is the slot's current channel (callers check), so this is its incarnation.
+    pending.incarnation = this.#slot.incarnation;
     let written: boolean;
     try {
       if (this.#options.confirms) {
@@ -221,16 +243,19 @@ export class Publisher {
     this.#unconfirmed--;
     if (pending.mandatory) this.#returnable.delete(pending);
     if (error === null || error === undefined) {
+      // Confirmed on a channel opened after the last nack-replacement: that replacement helped.
+      if (pending.incarnation > this.#retiredIncarnation) this.#nackReplacements = 0;
       if (pending.returned) pending.reject(new UnroutableError(pending.target.exchange, pending.target.routingKey));
       else pending.resolve();
     } else if (error instanceof Error && error.message === 'message nacked') {
+      const queues = this.#options.routedQueues?.(pending.target.exchange, pending.target.routingKey, headersOf(pending)) ?? [];
       pending.reject(
         new PublishRejected(
-          `The broker refused the message for ${describe(pending)} (basic.nack): a queue it routes to is full with ` +
-            `x-overflow=reject-publish, or the broker could not store it. It was not delivered; retry later.`,
+          `The broker refused the message for ${describe(pending)} (basic.nack): ${publishRefusalReason(queues)}. ` +
+            `It was not delivered; publish it again.`,
         ),
       );
-      this.#replaceAfterNack();
+      this.#retireAfterNack(pending.incarnation);
     } else if (this.#final) {
       pending.reject(
         new ChannelClosed(
@@ -249,15 +274,34 @@ export class Publisher {
   /**
    * A channel that published to a quorum queue while its leader was being re-elected can stay refused: on RabbitMQ
    * 3.10, after the leader's node died, every later publish on that channel was nacked while a new channel's were
-   * accepted at once (packages/amqp/test/cluster). So a nack retires the channel; what it had unconfirmed is sent
-   * again on the next one (at-least-once), and a queue that is simply full does not churn channels faster than this.
+   * accepted once a leader was elected (packages/amqp/test/cluster). So a nack retires the channel: nothing more is
+   * sent on it (what it has in flight still gets its confirms), and after a backoff — a channel opened before the
+   * election is over is refused too — it is closed and the next one opened. What it left unconfirmed is sent again
+   * on the next one (at-least-once).
    */
-  #replaceAfterNack(): void {
-    if (this.#final || this.#closed || Date.now() - this.#lastNackReset < NACK_RESET_INTERVAL_MS) return;
-    this.#lastNackReset = Date.now();
-    void this.#slot.reset().then(() => {
-      if (this.#queue.length > 0 || this.#resend.length > 0) this.#schedulePump();
-    });
+  #retireAfterNack(incarnation: number): void {
+    const channel = this.#slot.current;
+    // A channel already retired, or one that is gone (its unconfirmed publishes go out again on the next one).
+    if (this.#final || incarnation <= this.#retiredIncarnation || !channel || this.#slot.incarnation !== incarnation) return;
+    this.#retiredIncarnation = incarnation;
+    const delay = backoffCountdown(this.#nackReplacements, { factor: NACK_REPLACE_FIRST_MS, maximum: NACK_REPLACE_MAX_MS, jitter: false });
+    this.#nackReplacements++;
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    const timer = setTimeout(() => void this.#slot.reset().then(() => this.#endRetiring()), delay);
+    timer.unref();
+    this.#retiring = { channel, done, release, timer };
+  }
+
+  #endRetiring(): void {
+    const retiring = this.#retiring;
+    if (!retiring) return;
+    this.#retiring = undefined;
+    clearTimeout(retiring.timer);
+    // A channel closed on purpose reports no loss, so a wait for it to drain ends here.
+    this.#endDraining(retiring.channel);
+    retiring.release();
+    if (this.#queue.length > 0 || this.#resend.length > 0) this.#schedulePump();
   }
 
   /**
@@ -341,6 +385,10 @@ export class Publisher {
     this.#idleWaiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+function headersOf(pending: PublishRequest): Record<string, unknown> {
+  return (pending.options.headers as Record<string, unknown> | undefined) ?? {};
 }
 
 function describe(pending: PublishRequest): string {

@@ -1,4 +1,4 @@
-import type { Exchange, Queue } from '@kq/core';
+import { routeMessage, type Exchange, type Headers, type Queue } from '@kq/core';
 
 export interface QueueBindingRecord {
   queue: string;
@@ -86,6 +86,16 @@ export class Topology {
   /** Queues bound to `exchange` with exactly `routingKey` (where a delayed message for that pair must land). */
   queuesBoundTo(exchange: string, routingKey: string): string[] {
     return [...this.#queueBindings.values()].filter((binding) => binding.exchange === exchange && binding.routingKey === routingKey).map((binding) => binding.queue);
+  }
+
+  /**
+   * The declared queues a message published to `exchange` with `routingKey` reaches, as far as what was declared
+   * through this transport tells (an exchange it did not declare is taken as direct; exchange-to-exchange bindings
+   * are not followed). For explaining a refused publish, not for routing.
+   */
+  queuesRoutedTo(exchange: string, routingKey: string, headers: Headers = {}): Queue[] {
+    const names = exchange === '' ? [routingKey] : routeMessage(this.#exchanges.get(exchange)?.type ?? 'direct', this.bindingsOn(exchange), routingKey, headers);
+    return names.map((name) => this.#queues.get(name)).filter((queue) => queue !== undefined);
   }
 
   /** Queue bindings on one exchange. */

@@ -86,7 +86,9 @@ describe.skipIf(!up)('publishing with confirms', () => {
   it('rejects with PublishRejected when the broker nacks (a full queue with x-overflow=reject-publish)', async () => {
     const target = await queue('full', { maxLength: 1, arguments: { 'x-overflow': 'reject-publish' } });
     await channel.publish('', target, message('fits'));
-    await expect(channel.publish('', target, message('overflows'))).rejects.toBeInstanceOf(PublishRejected);
+    const refused = channel.publish('', target, message('overflows'));
+    await expect(refused).rejects.toBeInstanceOf(PublishRejected);
+    await expect(refused).rejects.toThrow(`queue "${target}" is full (x-overflow=reject-publish)`);
     // The channel is still good after a nack.
     await channel.purgeQueue(target);
     await channel.publish('', target, message('fits again'));

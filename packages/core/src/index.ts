@@ -64,6 +64,7 @@ export {
 } from './transport-registry';
 export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
 export { Connection, declareEntity, type ConnectionEvents, type ConnectionOptions, type Entity } from './connection';
+export { backoffCountdown } from './exponential-backoff';
 export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
 export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer';

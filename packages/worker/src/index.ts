@@ -34,7 +34,7 @@ export {
 export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
 export { TaskContext, type RetryOptions, type TaskRequest } from './task-context';
 export { parseRateLimit, TokenBucket } from './rate-limit';
-export { backoffCountdown } from './retry-backoff';
+export { backoffCountdown } from '@kq/core';
 export { Worker, type WorkerEvents, type WorkerOptions } from './worker/worker';
 export { REDELIVERIES_HEADER } from './worker/redelivery';
 export { Request, type RequestInfo } from './worker/request';

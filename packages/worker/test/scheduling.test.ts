@@ -1,8 +1,8 @@
+import { backoffCountdown } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { parseRateLimit, TokenBucket } from '../src/rate-limit';
-import { backoffCountdown } from '../src/retry-backoff';
 
 describe('rate limits', () => {
   it("parses Celery's forms", () => {

@@ -7,7 +7,7 @@
  * Run with `pnpm test:rabbit-cluster` (part of `pnpm test:clusters`).
  */
 import { randomUUID } from 'node:crypto';
-import { Queue, type Delivery } from '@kq/core';
+import { PublishRejected, Queue, type Delivery } from '@kq/core';
 import { RabbitCluster, freeRabbitPorts } from '@kq/test-harness/rabbit-cluster';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmqpBeatLease, AmqpTransport, type AmqpBeatLeadership } from '../../src/index';
@@ -39,6 +39,7 @@ describe('publisher confirms across the failover of a three-node cluster', () =>
     const total = 1500;
     const confirmed = new Set<number>();
     const failures: string[] = [];
+    const refusals = new Set<string>();
     let killedAt = 0;
     let resumedAt = 0;
     let kill: Promise<void> | undefined;
@@ -52,6 +53,7 @@ describe('publisher confirms across the failover of a three-node cluster', () =>
           break;
         } catch (error) {
           failures.push(`${Date.now() - killedAt} ms: ${(error as Error).name}`);
+          if (error instanceof PublishRejected) refusals.add(error.message);
           if (Date.now() > giveUpAt) throw error;
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
@@ -94,6 +96,8 @@ describe('publisher confirms across the failover of a three-node cluster', () =>
     console.log(`publish errors: ${[...new Set(failures.map((failure) => failure.split(': ')[1]))].join(', ')}; first ${failures[0]}, last ${failures.at(-1)}`);
     expect(lost).toEqual([]);
     expect(confirmed.size).toBe(total);
+    // A nack during the election says the queue has no leader yet, not that it is full.
+    for (const refusal of refusals) expect(refusal).toContain(`queue "${queue}" has no leader yet`);
     // Re-sent only what was unconfirmed when the connection died: a few, never the stream.
     expect(duplicates).toBeLessThan(50);
   }, 120_000);

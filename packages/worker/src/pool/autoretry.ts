@@ -1,5 +1,5 @@
+import { backoffCountdown } from '@kq/core';
 import { Ignore, Reject, Retry } from '../errors';
-import { backoffCountdown } from '../retry-backoff';
 import type { TaskContext } from '../task-context';
 
 /**

@@ -1,10 +1,9 @@
-import { KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
+import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
 import { type TaskMessage } from '../protocol/index';
 import { exceptionInfo, formatDateDone } from '../results/index';
 import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
-import { backoffCountdown } from '../retry-backoff';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import type { Worker } from './worker';

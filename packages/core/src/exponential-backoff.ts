@@ -1,6 +1,7 @@
 /**
  * Celery's exponential backoff (`get_exponential_backoff_interval`): `factor × 2^retries`, capped at `maximum`,
- * and with full jitter a uniform pick in [0, countdown] so that a thundering herd of retries spreads out.
+ * and with full jitter a uniform pick in [0, countdown] so that a thundering herd of retries spreads out. Unitless:
+ * task retries count in seconds, the AMQP publisher's channel replacement in milliseconds.
  */
 export function backoffCountdown(
   retries: number,
