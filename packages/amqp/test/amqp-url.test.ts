@@ -49,6 +49,7 @@ describe('AMQP URLs, read as Kombu reads them', () => {
       delayedDelivery: true,
       publisherConfirms: true,
       crashRecovery: true,
+      requeuePosition: 'head',
     });
   });
 });

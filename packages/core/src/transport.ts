@@ -41,6 +41,11 @@ export interface TransportCapabilities {
   readonly publisherConfirms: boolean;
   /** Deliveries held by a consumer that dies come back on their own (visibility timeout, lease, or connection loss). */
   readonly crashRecovery: boolean;
+  /**
+   * Where `requeue()` puts a message back: `head` (AMQP: its old place, consumed next) or `tail` (Kombu's virtual
+   * transports: behind everything waiting). Kombu's transports differ, so a transport states which.
+   */
+  readonly requeuePosition?: 'head' | 'tail';
 }
 
 export interface QueueStats {
