@@ -39,8 +39,8 @@ export interface TransportSuiteOptions {
   leaseMs?: number;
   /**
    * Makes a transport on the same broker whose leases are never renewed: a process frozen by a long pause, which
-   * settles what it held when it wakes. With `leaseMs`, enables the fencing check: once another process took the
-   * delivery back, the frozen one's ack is refused with `StaleDeliveryError` and changes nothing.
+   * settles what it held when it wakes. Required with `leaseMs` (the fencing check fails without it): once another
+   * process took the delivery back, the frozen one's ack is refused with `StaleDeliveryError` and changes nothing.
    */
   createStalled?: () => Transport | Promise<Transport>;
   /**
@@ -59,6 +59,19 @@ export interface TransportSuiteOptions {
    * checks space their due times at least this far apart. Default 1.
    */
   delayResolutionMs?: number;
+  /**
+   * How late a delayed message may arrive after it fell due (beyond `delayResolutionMs`), ms, with a consumer
+   * waiting: the store's own step between looking for due messages (a poll or sweep interval) plus scheduling slack.
+   * Default 250.
+   */
+  delayToleranceMs?: number;
+  /**
+   * For a polling transport (a `VirtualTransport`): makes a transport on the same broker whose waiting claims block
+   * for `pollIntervalMs`. The cancel check waits on one with a long poll (5 s) and bounds the cancel well below it,
+   * so a claim that ignores the cancel is seen; without this hook, a polling transport's poll must already be that
+   * long (else the check fails saying so).
+   */
+  createWithPollInterval?: (pollIntervalMs: number) => Transport | Promise<Transport>;
   /** Runs of the fast-check model test. Default 25. */
   modelRuns?: number;
   /** Longest operation sequence per model run. Default 30. */
@@ -92,6 +105,8 @@ export interface SuiteSetup {
   readonly peerEnv: Readonly<Record<string, string>>;
   readonly priorityLevels: readonly number[];
   readonly delayResolutionMs: number;
+  readonly delayToleranceMs: number;
+  readonly createWithPollInterval: ((pollIntervalMs: number) => Transport | Promise<Transport>) | undefined;
   readonly modelRuns: number;
   readonly modelMaxOperations: number;
   readonly modelSeed: number | undefined;
@@ -117,6 +132,8 @@ export async function resolveSuiteSetup(options: TransportSuiteOptions): Promise
     peerEnv: { ...(options.peerEnv ?? {}) },
     priorityLevels: [...new Set(levels)].sort((a, b) => a - b),
     delayResolutionMs: options.delayResolutionMs ?? 1,
+    delayToleranceMs: options.delayToleranceMs ?? 250,
+    createWithPollInterval: options.createWithPollInterval,
     modelRuns: options.modelRuns ?? 25,
     modelMaxOperations: options.modelMaxOperations ?? 30,
     modelSeed: options.modelSeed,

@@ -41,6 +41,20 @@ export interface LeaseStoreDefects {
   alwaysMarksRedelivered?: boolean;
   /** `claim` keeps waiting (and takes a message) after its signal was aborted. */
   ignoresAbort?: boolean;
+  /** `restore` puts every message back at the head, whatever position it was asked for. */
+  requeuesToHead?: boolean;
+  /** `restore` puts a message back into the default priority step instead of its own. */
+  restoresIntoDefaultStep?: boolean;
+  /** `purgeQueue` empties only the default priority step. */
+  purgesDefaultStepOnly?: boolean;
+  /** `queueSize` counts only the default priority step. */
+  countsDefaultStepOnly?: boolean;
+  /** `ack` forgets the message but leaves its lease record, so a sweep restores it once the lease runs out. */
+  ackLeavesLease?: boolean;
+  /** `addBinding` keeps one binding per queue and routing key, dropping a second one with other arguments. */
+  keysBindingsWithoutArguments?: boolean;
+  /** Due delayed messages are found only on a slow timer: each arrives up to a second late. */
+  delaysLate?: boolean;
 }
 
 const leasesByBroker = new WeakMap<MemoryBroker, Map<Claim, Lease>>();
@@ -101,7 +115,8 @@ export class LeasedMemoryStore implements VirtualStore {
 
   #renew(): void {
     const until = Date.now() + this.#leaseMs;
-    for (const lease of this.#leases.values()) if (lease.holder === this && !lease.takenBack) lease.expiresAt = until;
+    // Only what this store still counts as held: an ack that forgot the claim but left its record renews it no more.
+    for (const lease of this.#leases.values()) if (this.#mine.get(lease.claim) === lease && !lease.takenBack) lease.expiresAt = until;
   }
 
   async #sweep(): Promise<void> {
@@ -126,8 +141,10 @@ export class LeasedMemoryStore implements VirtualStore {
     return this.#inner.deleteExchange(name);
   }
 
-  addBinding(exchange: string, binding: BindingRecord): Promise<void> {
-    return this.#inner.addBinding(exchange, binding);
+  async addBinding(exchange: string, binding: BindingRecord): Promise<void> {
+    const kept = this.#broker.bindings.get(exchange) ?? [];
+    if (this.#defects.keysBindingsWithoutArguments && kept.some((record) => record.queue === binding.queue && record.routingKey === binding.routingKey)) return;
+    await this.#inner.addBinding(exchange, binding);
   }
 
   removeBinding(exchange: string, binding: BindingRecord): Promise<void> {
@@ -158,12 +175,14 @@ export class LeasedMemoryStore implements VirtualStore {
     return count;
   }
 
-  purgeQueue(name: string): Promise<number> {
-    return this.#inner.purgeQueue(name);
+  async purgeQueue(name: string): Promise<number> {
+    if (!this.#defects.purgesDefaultStepOnly) return this.#inner.purgeQueue(name);
+    return this.#broker.queue(name, false)?.buckets[0]?.clear() ?? 0;
   }
 
-  queueSize(name: string): Promise<number> {
-    return this.#inner.queueSize(name);
+  async queueSize(name: string): Promise<number> {
+    if (!this.#defects.countsDefaultStepOnly) return this.#inner.queueSize(name);
+    return this.#broker.sizesByStep(name).find((entry) => entry.step === 0)?.messageCount ?? 0;
   }
 
   push(queue: string, message: StoredMessage, priority: number): Promise<void> {
@@ -171,7 +190,7 @@ export class LeasedMemoryStore implements VirtualStore {
   }
 
   pushDelayed(queue: string, message: StoredMessage, priority: number, dueAt: number): Promise<void> {
-    return this.#inner.pushDelayed(queue, message, priority, dueAt);
+    return this.#inner.pushDelayed(queue, message, priority, this.#defects.delaysLate ? dueAt + 1000 : dueAt);
   }
 
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
@@ -202,13 +221,20 @@ export class LeasedMemoryStore implements VirtualStore {
   }
 
   async ack(claim: Claim): Promise<void> {
-    this.#settle(claim);
+    if (this.#defects.ackLeavesLease) {
+      this.#alive();
+      this.#mine.delete(claim);
+    } else {
+      this.#settle(claim);
+    }
     await this.#inner.ack();
   }
 
   async restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
     this.#settle(claim);
-    await this.#inner.restore(claim, position, this.#defects.alwaysMarksRedelivered ? { redelivered: true } : options);
+    const where = this.#defects.requeuesToHead ? 'head' : position;
+    const stepped = this.#defects.restoresIntoDefaultStep ? { ...claim, priority: 0 } : claim;
+    await this.#inner.restore(stepped, where, this.#defects.alwaysMarksRedelivered ? { redelivered: true } : options);
   }
 
   /** Ends the claim's lease; refuses (fencing) when another store's sweep took it back meanwhile. */
@@ -236,10 +262,13 @@ export class LeasedMemoryTransport extends VirtualTransport {
   readonly leaseStore: LeasedMemoryStore;
   readonly #broker: MemoryBroker;
 
-  constructor(broker: MemoryBroker, leaseMs: number, defects: LeaseStoreDefects = {}, renews = true) {
+  /**
+   * `pollIntervalMs` defaults to a long poll: claims wait on the broker's wake-ups, so only a claim that ignores its
+   * cancel would sit it out.
+   */
+  constructor(broker: MemoryBroker, leaseMs: number, defects: LeaseStoreDefects = {}, renews = true, pollIntervalMs = 5000) {
     const store = new LeasedMemoryStore(broker, leaseMs, defects, renews);
-    // A long poll: claims wait on the broker's wake-ups, so only a claim that ignores its cancel would sit it out.
-    super(store, { pollIntervalMs: 5000 });
+    super(store, { pollIntervalMs });
     this.leaseStore = store;
     this.#broker = broker;
   }

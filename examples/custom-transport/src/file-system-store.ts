@@ -44,6 +44,12 @@ export interface FileSystemStoreOptions {
    * its event loop stalled that long). Default 30 000 ms.
    */
   visibilityTimeoutMs?: number;
+  /**
+   * How often this process renews its leases. Default a third of `visibilityTimeoutMs`. Longer than the visibility
+   * timeout makes a process whose leases run out while it holds them (what the conformance suite's fencing check
+   * needs: a process frozen by a pause).
+   */
+  leaseRenewIntervalMs?: number;
   /** Longest a blocked claim goes without looking at the directories, in case a change notification was missed. Default 250 ms. */
   pollFallbackMs?: number;
   /** fsync every message file before it becomes visible (survives power loss, costs throughput). Default false. */
@@ -131,6 +137,7 @@ export class FileSystemStore implements VirtualStore {
   /** Identifies this store's leases among those of other processes. */
   readonly owner = randomBytes(6).toString('hex');
   readonly visibilityTimeoutMs: number;
+  readonly leaseRenewIntervalMs: number;
   readonly pollFallbackMs: number;
   readonly #sync: boolean;
   readonly #onProblem: ((error: Error) => void) | undefined;
@@ -144,6 +151,7 @@ export class FileSystemStore implements VirtualStore {
   constructor(root: string, options: FileSystemStoreOptions = {}) {
     this.layout = new DirectoryLayout(root);
     this.visibilityTimeoutMs = Math.max(100, options.visibilityTimeoutMs ?? 30_000);
+    this.leaseRenewIntervalMs = Math.max(50, options.leaseRenewIntervalMs ?? Math.floor(this.visibilityTimeoutMs / 3));
     this.pollFallbackMs = Math.max(5, options.pollFallbackMs ?? 250);
     this.#sync = options.sync ?? false;
     this.#onProblem = options.onProblem;
@@ -162,8 +170,7 @@ export class FileSystemStore implements VirtualStore {
     }
     this.#stop = new AbortController();
     this.#state = 'open';
-    const every = Math.max(50, Math.floor(this.visibilityTimeoutMs / 3));
-    this.#renewTimer = setInterval(() => void this.#renewLeases(), every);
+    this.#renewTimer = setInterval(() => void this.#renewLeases(), this.leaseRenewIntervalMs);
     this.#renewTimer.unref();
   }
 

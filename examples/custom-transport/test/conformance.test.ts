@@ -15,12 +15,16 @@ const VISIBILITY_TIMEOUT_MS = 1_500;
 defineTransportSuite({
   name: 'filesystem',
   create: () => new FileSystemTransport({ root, visibilityTimeoutMs: VISIBILITY_TIMEOUT_MS }),
+  createWithPollInterval: (pollIntervalMs) => new FileSystemTransport({ root, visibilityTimeoutMs: VISIBILITY_TIMEOUT_MS, pollIntervalMs }),
+  // A process frozen past its lease: it claims and settles, but its renewal never comes.
+  createStalled: () => new FileSystemTransport({ root, visibilityTimeoutMs: VISIBILITY_TIMEOUT_MS, leaseRenewIntervalMs: 1_000_000 }),
   crash: async (transport) => {
     if (!(transport instanceof FileSystemTransport)) throw new TypeError('expected a FileSystemTransport');
     await transport.abandon();
   },
   recoveryTimeoutMs: VISIBILITY_TIMEOUT_MS * 4,
-  // Its leases: the suite checks that a live holder keeps its messages past them and that noAck claims hold none.
+  // Its leases: the suite checks that a live holder keeps its messages past them, that a frozen holder's late ack is
+  // refused (createStalled), that an acked message stays gone and that noAck claims hold none.
   leaseMs: VISIBILITY_TIMEOUT_MS,
   peerModule: fileURLToPath(new URL('./conformance-peer.ts', import.meta.url)),
   peerEnv: { KQ_PEER_ROOT: root, KQ_PEER_VISIBILITY_MS: String(VISIBILITY_TIMEOUT_MS) },

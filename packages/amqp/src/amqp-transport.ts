@@ -69,6 +69,8 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
       publisherConfirms: this.options.publisherConfirms,
       crashRecovery: true,
       redeliveredFlag: true,
+      // RabbitMQ puts a requeued message back in its old place.
+      requeuePosition: 'head',
     };
     this.supervisor = new ConnectionSupervisor(brokers, this.options, (connection) => this.#redeclare(connection));
     this.supervisor.on('connected', () => this.emit('connected'));

@@ -50,6 +50,7 @@ describe('AMQP URLs, read as Kombu reads them', () => {
       publisherConfirms: true,
       crashRecovery: true,
       redeliveredFlag: true,
+      requeuePosition: 'head',
     });
   });
 });

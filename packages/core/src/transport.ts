@@ -46,6 +46,11 @@ export interface TransportCapabilities {
    * transports, as Kombu's), only restored messages are marked; Celery reports `redelivered` as None for the rest.
    */
   readonly redeliveredFlag?: boolean;
+  /**
+   * Where `requeue()` puts a message back: `head` (AMQP: its old place, consumed next) or `tail` (Kombu's virtual
+   * transports: behind everything waiting). Kombu's transports differ, so a transport states which.
+   */
+  readonly requeuePosition?: 'head' | 'tail';
 }
 
 export interface QueueStats {

@@ -8,6 +8,7 @@ const BROKER = 'kq-memory-conformance';
 defineTransportSuite({
   name: 'memory',
   create: () => new MemoryTransport({ broker: BROKER, pollIntervalMs: 200 }),
+  createWithPollInterval: (pollIntervalMs) => new MemoryTransport({ broker: BROKER, pollIntervalMs }),
   probe: {
     queueDepth: async (queue) => MemoryBroker.named(BROKER).size(queue),
   },

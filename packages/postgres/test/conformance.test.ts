@@ -29,6 +29,7 @@ if (up) {
   defineTransportSuite({
     name: 'postgres',
     create: () => makeTransport(tables, { pollIntervalMs: 250, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
+    createWithPollInterval: (pollIntervalMs) => makeTransport(tables, { pollIntervalMs, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
     probe: {
       queueDepth: (queue) => count(queue, 'm.visible'),
       unackedCount: (queue) => count(queue, 'm.kq_claim IS NOT NULL'),

@@ -22,14 +22,21 @@ if (up) {
   defineTransportSuite({
     name: 'redis',
     create: () => makeTransport(prefix, { pollIntervalMs: 250, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
+    createWithPollInterval: (pollIntervalMs) => makeTransport(prefix, { pollIntervalMs, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
     probe: {
       async queueDepth(queue) {
         const lengths = await Promise.all([0, 3, 6, 9].map((step) => redis.llen(step === 0 ? `${prefix}${queue}` : `${prefix}${queue}\x06\x16${step}`)));
         return lengths.reduce((sum, length) => sum + length, 0);
       },
+      // Kombu's own record of a delivery held (what a Python worker's visibility sweep restores), not kq's lease
+      // records: [envelope, exchange, routing key]. The suite counts unacked messages it published through the
+      // default exchange, whose routing key is the queue.
       async unackedCount(queue) {
-        const holders = await redis.hvals(`${prefix}_kq.holders`);
-        return holders.filter((holder) => holder.split('\n').slice(2).join('\n') === queue).length;
+        const records = await redis.hvals(`${prefix}unacked`);
+        return records.filter((record) => {
+          const [, exchange, routingKey] = JSON.parse(record) as [unknown, string, string];
+          return exchange === '' && routingKey === queue;
+        }).length;
       },
     },
     crash: (transport) => {

@@ -257,4 +257,37 @@ describe.skipIf(!kombu)('interop with Python Kombu 5 (db 11)', () => {
     expect(delivery.deliveryInfo.redelivered).toBe(true);
     expect(delivery.headers['redelivered']).toBe(true);
   });
+
+  it('kq restores what a crashed Python worker took from topic-bound queues by Kombu’s rules: routed again by exchange and key', async () => {
+    await open({ visibilityTimeout: 1 });
+    const exchange = name('topic');
+    const topic = new Exchange(exchange, { type: 'topic' });
+    const anyBelowA = name('a-hash');
+    const oneWordBetween = name('a-star-c');
+    await channel.declareExchange(topic);
+    await channel.declareQueue(new Queue(anyBelowA, { exchange: topic, routingKey: 'a.#' }));
+    await channel.declareQueue(new Queue(oneWordBetween, { exchange: topic, routingKey: 'a.*.c' }));
+    await channel.publish(exchange, 'a.x', outgoing('"a.x"')); // a.# only
+    await channel.publish(exchange, 'a.b.c', outgoing('"a.b.c"')); // both queues
+    const peer = new KombuPeer({
+      cmd: 'consume',
+      queues: [{ name: anyBelowA, exchange, type: 'topic', routing_key: 'a.#' }],
+      count: 2,
+      prefetch: 2,
+      abandon: true,
+    });
+    await peer.done();
+    expect(peer.messages).toHaveLength(2);
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    expect(await transport.redisStore.sweepVisibility()).toBeGreaterThanOrEqual(2);
+    // Kombu's restore routes each held message through its exchange again (`_lookup`), not to the queue it was read
+    // from: a.x matches a.# only; a.b.c matches both patterns, so a.*.c now holds its own copy and the restored one.
+    const restored = await drain(channel, anyBelowA, 2);
+    expect(restored.map((delivery) => delivery.body.toString()).sort()).toEqual(['"a.b.c"', '"a.x"']);
+    expect(restored.every((delivery) => delivery.deliveryInfo.redelivered)).toBe(true);
+    const both = await drain(channel, oneWordBetween, 2);
+    expect(both.map((delivery) => delivery.body.toString())).toEqual(['"a.b.c"', '"a.b.c"']);
+    expect(both.map((delivery) => delivery.deliveryInfo.redelivered).sort()).toEqual([false, true]);
+    for (const queue of [anyBelowA, oneWordBetween]) expect((await channel.checkQueue(queue)).messageCount, `left in ${queue}`).toBe(0);
+  });
 });

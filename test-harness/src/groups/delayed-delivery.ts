@@ -3,6 +3,7 @@ import type { ConformanceContext } from '../conformance-context';
 import type { ConformanceGroup } from '../conformance-check';
 import { recordingConsumer } from '../delivery-log';
 import { testMessage } from '../test-messages';
+import { quietPeriod } from '../wait-for';
 
 /** Clock and timer granularity: a delayed message may become visible this much before its nominal due time. */
 const EARLY_TOLERANCE_MS = 15;
@@ -71,6 +72,41 @@ export async function checkMixedDelays(context: ConformanceContext): Promise<voi
   }
 }
 
+/**
+ * With a consumer waiting, delayed messages arrive on time: each within `delayResolutionMs + delayToleranceMs`
+ * after it fell due (the broker's delay step, then the store's step between looking for due messages), not merely
+ * not before. A store that finds due messages only now and then delivers late; one that rounds due times up too.
+ */
+export async function checkDelayUpperBound(context: ConformanceContext): Promise<void> {
+  const { delayResolutionMs, delayToleranceMs } = context.setup;
+  const plan = [
+    { id: 'short', delay: context.ms(300) },
+    { id: 'long', delay: context.ms(600) },
+  ];
+  const queue = await context.declareQueue('q');
+  // Arrival times on the clock itself: each is compared with the moment its own publish resolved, the latest the
+  // broker can have taken it (a first delayed publish may set up the broker's delay machinery first).
+  const arrivals = await consumeWithArrivalTimes(context, queue, () => 0);
+  await quietPeriod(context.ms(100)); // the consumer is waiting
+  const channel = await context.channel();
+  const publishedAt = new Map<string, number>();
+  for (const { id, delay } of plan) {
+    await channel.publish('', queue, testMessage(id), { delay });
+    publishedAt.set(id, Date.now());
+  }
+  const longest = Math.max(...plan.map((entry) => entry.delay));
+  await context.waitFor(() => arrivals.length >= plan.length, () => `${plan.length} delayed messages; ${arrivals.length} arrived`, longest + delayResolutionMs + 5_000);
+  for (const arrival of arrivals) {
+    const due = plan.find((entry) => entry.id === arrival.id)?.delay ?? 0;
+    const elapsed = arrival.elapsedMs - (publishedAt.get(arrival.id) ?? 0);
+    const tolerance = delayResolutionMs + delayToleranceMs;
+    expect(
+      elapsed,
+      `${arrival.id} arrived ${elapsed} ms after its publish resolved; due after ${due} ms, tolerance ${tolerance} ms (delayResolutionMs + delayToleranceMs)`,
+    ).toBeLessThanOrEqual(due + tolerance);
+  }
+}
+
 /** The broker holds a delayed message, not the publisher: it is delivered even after the publisher disconnected. */
 export async function checkDelaySurvivesPublisher(context: ConformanceContext): Promise<void> {
   const delay = context.ms(300);
@@ -89,6 +125,7 @@ export const delayedDeliveryGroup: ConformanceGroup = {
   checks: [
     { name: 'a delayed message is not visible before its delay and is delivered after', run: checkDelayLowerBound },
     { name: 'mixed delays are delivered in due order', run: checkMixedDelays },
+    { name: 'delayed messages reach a waiting consumer within the stated tolerance after they fall due', run: checkDelayUpperBound },
     { name: 'a delayed message is delivered after its publisher disconnected', run: checkDelaySurvivesPublisher },
   ],
 };

@@ -38,7 +38,14 @@ export async function checkLeaseRenewedWhileHeld(context: ConformanceContext): P
  */
 export async function checkStaleAckRefused(context: ConformanceContext): Promise<void> {
   const { createStalled } = context.setup;
-  if (!createStalled) throw new Error('checkStaleAckRefused needs the createStalled option');
+  if (!createStalled) {
+    // A skip here would let a store that settles claims it lost pass: a lease store must prove its fencing.
+    throw new Error(
+      'leaseMs is set but createStalled is not, so fencing goes unchecked: a store that accepts an ack from a claim ' +
+        'that was taken back would pass. Give defineTransportSuite a createStalled() that makes a transport on the same ' +
+        'broker whose leases are never renewed (e.g. a lease renewal interval far longer than the test).',
+    );
+  }
   const queue = await context.declareQueue('fenced');
   await context.publishIds(await context.channel(), '', queue, ['fenced']);
   const frozen = await context.openTransport(createStalled);
@@ -54,6 +61,27 @@ export async function checkStaleAckRefused(context: ConformanceContext): Promise
   await quietPeriod(leaseMs(context) * 2);
   expect(other.ids, 'settled once, by its new holder').toEqual(['fenced']);
   expect(await (await context.channel()).get(queue)).toBeNull();
+}
+
+/**
+ * An acked message stays gone past the leases: with a second process consuming the queue for two lease periods (and
+ * its sweeps running), nothing comes back, and the broker holds no unacked record of it. (A store whose ack forgets
+ * the message but leaves its lease record, or Kombu's `unacked` entry, has it restored by the next sweep.)
+ */
+export async function checkAckedStaysGonePastLeases(context: ConformanceContext): Promise<void> {
+  const queue = await context.declareQueue('acked');
+  const ids = messageIds('a', 3);
+  await context.publishIds(await context.channel(), '', queue, ids);
+  const { log: holder } = await recordingConsumer(await context.channel(await context.openTransport()), [queue], { prefetch: 3 });
+  await holder.waitForCount(context, ids.length);
+  await quietPeriod(context.ms(100));
+  holder.assertNoSettleErrors();
+  const { log: other } = await recordingConsumer(await context.channel(await context.openTransport()), [queue], { prefetch: 3 });
+  await quietPeriod(leaseMs(context) * 2 + context.ms(500));
+  expect(other.ids, 'acked messages came back after their lease ran out').toEqual([]);
+  const unacked = context.setup.probe?.unackedCount;
+  if (unacked) expect(await unacked(queue), `unacked records left in ${queue} after every message was acked`).toBe(0);
+  expect(await context.depth(queue)).toBe(0);
 }
 
 /**
@@ -88,8 +116,12 @@ export const leasesGroup: ConformanceGroup = {
     {
       name: "a frozen holder's late ack is refused once another process took the delivery back",
       run: checkStaleAckRefused,
-      skipReason: (setup) => (setup.createStalled ? undefined : 'no createStalled() hook was given to defineTransportSuite'),
       timeoutMs: (setup) => (setup.leaseMs ?? 0) * 4 + setup.recoveryTimeoutMs + 30_000,
+    },
+    {
+      name: 'an acked message stays gone past two lease periods, and no unacked record of it is left',
+      run: checkAckedStaysGonePastLeases,
+      timeoutMs: (setup) => (setup.leaseMs ?? 0) * 2 + 30_000,
     },
     {
       name: 'noAck deliveries are not leased: none comes back after their consumer crashed',

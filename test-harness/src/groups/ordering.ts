@@ -1,9 +1,10 @@
+import { VirtualTransport, type Transport } from '@kq/core';
 import { expect } from 'vitest';
 import type { ConformanceContext } from '../conformance-context';
 import type { ConformanceGroup } from '../conformance-check';
 import { recordingConsumer } from '../delivery-log';
 import { bodyText, messageIds } from '../test-messages';
-import { quietPeriod } from '../wait-for';
+import { quietPeriod, waitFor } from '../wait-for';
 
 /** Messages come out of a queue in the order they went in (get). */
 export async function checkFifoByGet(context: ConformanceContext): Promise<void> {
@@ -57,19 +58,71 @@ export async function checkFifoAfterRequeue(context: ConformanceContext): Promis
 }
 
 /**
- * A consumer cancelled while it waits on an empty queue stops at once — its waiting claim honours the cancel instead
- * of waiting out the store's poll (a worker's shutdown would wait that long) — and takes nothing more: the messages
- * published next go to the consumer that follows, in order, none marked redelivered.
+ * A requeued message goes where `capabilities.requeuePosition` says: publish a, b, c, take a and requeue it; the
+ * queue then serves a, b, c (`head`, AMQP) or b, c, a (`tail`, Kombu's virtual transports). A transport that does
+ * not declare it fails: consumers of a transport depend on which it is.
+ */
+export async function checkRequeuePosition(context: ConformanceContext): Promise<void> {
+  const position = context.capabilities.requeuePosition;
+  if (position !== 'head' && position !== 'tail') {
+    throw new Error(
+      "The transport does not declare capabilities.requeuePosition ('head' or 'tail'), so where requeue() puts a " +
+        'message is unchecked. Declare where it goes (AMQP: head; Kombu\'s virtual transports: tail).',
+    );
+  }
+  const queue = await context.declareQueue('q');
+  const channel = await context.channel();
+  await context.publishIds(channel, '', queue, ['a', 'b', 'c']);
+  await context.waitForDepth(queue, 3);
+  const first = await channel.get(queue);
+  expect(first && bodyText(first)).toBe('a');
+  await first?.requeue();
+  await context.waitForDepth(queue, 3);
+  const order = (await context.drain(channel, queue)).map(bodyText);
+  expect(order, `order after requeueing a, declared requeuePosition: ${position}`).toEqual(position === 'head' ? ['a', 'b', 'c'] : ['b', 'c', 'a']);
+}
+
+/** How long a cancel of a waiting consumer may take (before `timeoutScale`): well below the long poll it waits in. */
+const CANCEL_BOUND_MS = 1000;
+/** The long poll the cancel check waits in: a claim that sits its wait out instead of honouring the cancel is seen. */
+const LONG_POLL_MS = 5000;
+
+/**
+ * The transport the cancel check consumes on: one whose waiting claims block far longer than the cancel may take
+ * (`createWithPollInterval`). A polling transport with a short poll would hide a claim that ignores the cancel, so
+ * one without the hook fails here, saying what to give.
+ */
+async function longPollingTransport(context: ConformanceContext, bound: number): Promise<Transport> {
+  const poll = Math.max(LONG_POLL_MS, bound * 5);
+  const { createWithPollInterval } = context.setup;
+  const transport = await context.openTransport(createWithPollInterval ? () => createWithPollInterval(poll) : context.setup.create);
+  if (transport instanceof VirtualTransport && transport.pollIntervalMs < poll) {
+    throw new Error(
+      `The cancel check needs a consumer waiting in a long poll (${poll} ms) and got one polling every ` +
+        `${transport.pollIntervalMs} ms${createWithPollInterval ? ' from createWithPollInterval' : ''}: a claim that ignores ` +
+        `the cancel would still stop within ${bound} ms. Give defineTransportSuite a createWithPollInterval(ms) that ` +
+        `makes a transport on the same broker with that pollIntervalMs.`,
+    );
+  }
+  return transport;
+}
+
+/**
+ * A consumer cancelled while it waits on an empty queue in a long poll (5 s) stops within 1 s — its waiting claim
+ * honours the cancel instead of waiting out the poll (a worker's shutdown would wait that long) — and takes nothing
+ * more: the messages published next go to the consumer that follows, in order, none marked redelivered.
  */
 export async function checkCancelledConsumerTakesNothing(context: ConformanceContext): Promise<void> {
+  const bound = context.ms(CANCEL_BOUND_MS);
   const queue = await context.declareQueue('q');
-  const { log: first, consumer } = await recordingConsumer(await context.channel(), [queue], { prefetch: 10 });
+  const waiting = await longPollingTransport(context, bound);
+  const { log: first, consumer } = await recordingConsumer(await context.channel(waiting), [queue], { prefetch: 10 });
   await quietPeriod(context.ms(100)); // waiting on the empty queue
   let cancelDone = false;
   const cancelled = consumer.cancel().then(() => {
     cancelDone = true;
   });
-  await context.waitFor(() => cancelDone, 'the cancel of a consumer waiting on an empty queue to finish without waiting out a poll', 1000);
+  await waitFor(() => cancelDone, bound, `the cancel of a consumer waiting on an empty queue to finish without waiting out its poll`);
   await cancelled;
   const { log } = await recordingConsumer(await context.channel(), [queue], { prefetch: 10 });
   const ids = messageIds('m', 10);
@@ -120,6 +173,7 @@ export const orderingGroup: ConformanceGroup = {
     { name: 'FIFO per queue through get', run: checkFifoByGet },
     { name: 'FIFO per queue through consume, each message once', run: checkFifoByConsume },
     { name: 'untouched messages stay FIFO around a requeue', run: checkFifoAfterRequeue },
+    { name: 'a requeued message goes to the head or the tail, as capabilities.requeuePosition declares', run: checkRequeuePosition },
     { name: 'a consumer cancelled while waiting takes nothing; the next one gets every message, in order', run: checkCancelledConsumerTakesNothing },
     { name: 'a consumer cancelled mid-stream gives back what it read ahead unmarked', run: checkCancelMidStreamKeepsMessagesFresh },
   ],

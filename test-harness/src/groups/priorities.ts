@@ -50,6 +50,12 @@ export async function checkPriorityOrderByConsume(context: ConformanceContext): 
   expect(log.ids).toEqual(expected);
 }
 
+/** The most urgent and the most routine of the suite's priority levels, in the transport's serving order. */
+function urgentAndRoutine(context: ConformanceContext): [number, number] {
+  const levels = [...context.priorityLevels].sort((a, b) => servingRank(context, a) - servingRank(context, b));
+  return [levels[0] as number, levels[levels.length - 1] as number];
+}
+
 /** A requeued message keeps its priority: the most urgent message is still served first, marked redelivered. */
 export async function checkRequeueKeepsPriority(context: ConformanceContext): Promise<void> {
   const levels = [...context.priorityLevels].sort((a, b) => servingRank(context, a) - servingRank(context, b));
@@ -71,6 +77,74 @@ export async function checkRequeueKeepsPriority(context: ConformanceContext): Pr
   expect(again?.deliveryInfo.redelivered).toBe(true);
   await again?.ack();
   expect((await context.drain(channel, queue)).map(bodyText)).toEqual(['routine-0', 'routine-1', 'routine-2']);
+}
+
+/**
+ * A requeued routine message goes back to its own priority step, not the default one: requeue a routine message,
+ * publish an urgent one, and the urgent one is served first. (The check above requeues a message that is already
+ * in the most urgent step, where a store that restores into the default step looks right.)
+ */
+export async function checkRequeuedRoutineStaysBehindUrgent(context: ConformanceContext): Promise<void> {
+  const [urgent, routine] = urgentAndRoutine(context);
+  const queue = await context.priorityQueue('q');
+  const channel = await context.channel();
+  await channel.publish('', queue, testMessage('routine', { properties: { priority: routine } }));
+  await context.waitForDepth(queue, 1);
+  const taken = await channel.get(queue);
+  expect(taken && bodyText(taken)).toBe('routine');
+  await taken?.requeue();
+  await context.waitForDepth(queue, 1);
+  await channel.publish('', queue, testMessage('urgent', { properties: { priority: urgent } }));
+  await context.waitForDepth(queue, 2);
+  const served = await context.drain(channel, queue);
+  expect(served.map(bodyText), `a requeued priority-${routine} message and a priority-${urgent} one published after it`).toEqual(['urgent', 'routine']);
+  expect(served[1]?.deliveryInfo.redelivered).toBe(true);
+}
+
+/** Messages at every priority step (and without a priority), one batch per step; resolves to the count. */
+async function publishAtEveryStep(context: ConformanceContext, queue: string, afterEach?: (published: number) => Promise<void>): Promise<number> {
+  const channel = await context.channel();
+  let published = 0;
+  const batches: Array<number | undefined> = [undefined, ...context.priorityLevels];
+  for (const [index, priority] of batches.entries()) {
+    // A different count per step, so a count that misses or doubles one step is off.
+    for (let n = 0; n <= index; n++) {
+      await channel.publish('', queue, testMessage(`p${priority ?? 'none'}-${n}`, { properties: priority === undefined ? {} : { priority } }));
+      published++;
+    }
+    await afterEach?.(published);
+  }
+  return published;
+}
+
+/** `purgeQueue` removes ready messages at every priority step, and reports them all. */
+export async function checkPurgeEveryStep(context: ConformanceContext): Promise<void> {
+  const queue = await context.priorityQueue('purged');
+  const published = await publishAtEveryStep(context, queue);
+  await context.waitForDepth(queue, published);
+  const channel = await context.channel();
+  expect(await channel.purgeQueue(queue), 'messages purgeQueue reports, with messages at every priority step').toBe(published);
+  await context.waitForDepth(queue, 0);
+  expect(await channel.get(queue), 'get() after the purge').toBeNull();
+}
+
+/**
+ * `checkQueue` counts ready messages at every priority step, and agrees with the broker probe (where there is one)
+ * after each step's messages landed.
+ */
+export async function checkQueueCountsEveryStep(context: ConformanceContext): Promise<void> {
+  const queue = await context.priorityQueue('counted');
+  const channel = await context.channel();
+  const probe = context.setup.probe;
+  await publishAtEveryStep(context, queue, async (published) => {
+    await context.waitForDepth(queue, published);
+    let reported = -1;
+    await context.waitFor(
+      async () => (reported = (await channel.checkQueue(queue)).messageCount) === published,
+      () => `checkQueue(${queue}) to count the ${published} ready message(s) published so far, across priority steps; it counts ${reported}`,
+    );
+    if (probe) expect(await probe.queueDepth(queue), 'the broker probe, next to checkQueue').toBe(reported);
+  });
 }
 
 /**
@@ -122,6 +196,9 @@ export const prioritiesGroup: ConformanceGroup = {
     { name: 'get serves priorities in the reported order, FIFO within a priority', run: checkPriorityOrderByGet },
     { name: 'consume serves priorities in the reported order, FIFO within a priority', run: checkPriorityOrderByConsume },
     { name: 'a requeued message keeps its priority', run: checkRequeueKeepsPriority },
+    { name: 'a requeued routine message stays behind an urgent one published after it', run: checkRequeuedRoutineStaysBehindUrgent },
+    { name: 'purge removes and reports messages at every priority step', run: checkPurgeEveryStep },
+    { name: 'checkQueue counts every priority step and agrees with the broker probe', run: checkQueueCountsEveryStep },
     {
       name: 'a consumer of several queues gets the most urgent message of all of them first',
       run: checkPriorityAcrossQueues,

@@ -120,6 +120,56 @@ export async function checkHeadersRouting(context: ConformanceContext): Promise<
   await expectQueueHolds(context, implicit, ['zip-report']);
 }
 
+/**
+ * One queue bound twice to one headers exchange, with different arguments, is two bindings: a message matching
+ * either arrives, and one matching both arrives once. (A store that keys bindings by queue and routing key keeps
+ * only one of them.)
+ */
+export async function checkHeadersTwoBindingsOneQueue(context: ConformanceContext): Promise<void> {
+  const exchange = await context.declareExchange('headers', { type: 'headers' });
+  const x = new Exchange(exchange, { type: 'headers' });
+  const queue = await context.declareQueue('twice', {
+    bindings: [new Binding(x, '', { 'x-match': 'all', format: 'pdf' }), new Binding(x, '', { 'x-match': 'all', type: 'log' })],
+  });
+  const channel = await context.channel();
+  const send = (id: string, headers: Record<string, unknown>): Promise<void> => channel.publish(exchange, '', testMessage(id, { headers }));
+  await send('pdf', { format: 'pdf' });
+  await send('log', { type: 'log' });
+  await send('both', { format: 'pdf', type: 'log' });
+  await send('neither', { format: 'zip' });
+  await expectQueueHolds(context, queue, ['pdf', 'log', 'both']);
+}
+
+/**
+ * A fanout message published with an empty routing key (as Celery's broadcasts and Kombu's pidbox are) reaches
+ * every bound queue exactly once — also a queue bound twice, with an empty key and another — as does one published
+ * with a key. Queued fanout: each queue stores one copy; live fanout: each queue's consumer receives one.
+ */
+export async function checkFanoutEmptyRoutingKey(context: ConformanceContext): Promise<void> {
+  const exchange = await context.declareExchange('fanout', { type: 'fanout' });
+  const x = new Exchange(exchange, { type: 'fanout' });
+  const plain = await context.declareQueue('plain', { exchange: x, routingKey: '' });
+  const twice = await context.declareQueue('twice', { exchange: x, routingKey: '', bindings: [new Binding(x, 'other')] });
+  const publisher = await context.channel();
+  const ids = ['empty-key', 'with-key'];
+  if (context.capabilities.fanout === 'live') {
+    const one = await recordingConsumer(await context.channel(), [plain]);
+    const two = await recordingConsumer(await context.channel(), [twice]);
+    await publisher.publish(exchange, '', testMessage('empty-key'));
+    await publisher.publish(exchange, 'some.key', testMessage('with-key'));
+    await one.log.waitForCount(context, ids.length);
+    await two.log.waitForCount(context, ids.length);
+    await quietPeriod(context.ms(200));
+    expect(one.log.ids, `copies received from ${plain}`).toEqual(ids);
+    expect(two.log.ids, `copies received from ${twice} (bound twice)`).toEqual(ids);
+    return;
+  }
+  await publisher.publish(exchange, '', testMessage('empty-key'));
+  await publisher.publish(exchange, 'some.key', testMessage('with-key'));
+  await expectQueueHolds(context, plain, ids, { ordered: true });
+  await expectQueueHolds(context, twice, ids, { ordered: true });
+}
+
 function needsExchangeType(type: ExchangeType): (setup: SuiteSetup) => string | undefined {
   return (setup) =>
     setup.capabilities.exchangeTypes.includes(type)
@@ -205,6 +255,17 @@ export const routingGroup: ConformanceGroup = {
         (setup.capabilities.fanout === 'live' ? undefined : `transport reports fanout: ${String(setup.capabilities.fanout)}`),
     },
     { name: 'headers: x-match all and any', run: checkHeadersRouting, skipReason: needsExchangeType('headers') },
+    {
+      name: 'headers: one queue bound twice with different arguments is routed by both bindings',
+      run: checkHeadersTwoBindingsOneQueue,
+      skipReason: needsExchangeType('headers'),
+    },
+    {
+      name: 'fanout: an empty routing key delivers exactly one copy per bound queue',
+      run: checkFanoutEmptyRoutingKey,
+      skipReason: (setup) =>
+        needsExchangeType('fanout')(setup) ?? (setup.capabilities.fanout === null ? 'transport reports fanout: null' : undefined),
+    },
     { name: 'concurrent publishes on one channel land in the order they were made', run: checkConcurrentPublishOrder },
     { name: "deleting a queue deletes its bindings: later publishes, from any process, do not reach its name", run: checkDeleteQueueDropsBindings },
     { name: 'a batch routes and orders as one publish each would', run: checkBatchPublish, skipReason: needsExchangeType('topic') },

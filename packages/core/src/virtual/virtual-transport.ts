@@ -62,6 +62,8 @@ export abstract class VirtualTransport extends TypedEmitter<TransportEvents> imp
       delayedDelivery: store.features.delayedDelivery,
       publisherConfirms: true,
       crashRecovery: store.features.crashRecovery,
+      // VirtualChannel restores a requeued claim to the tail, as Kombu's virtual channels do.
+      requeuePosition: 'tail',
       ...capabilities,
     };
   }

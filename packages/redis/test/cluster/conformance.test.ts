@@ -20,6 +20,7 @@ if (cluster && probeClient) {
   defineTransportSuite({
     name: 'redis cluster (3 masters)',
     create: () => makeClusterTransport(cluster, prefix, { pollIntervalMs: 250, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
+    createWithPollInterval: (pollIntervalMs) => makeClusterTransport(cluster, prefix, { pollIntervalMs, leaseMs: LEASE_MS, sweepIntervalMs: 200 }),
     probe: {
       queueDepth: (queue) => clusterQueueDepth(probeClient, prefix, queue),
       unackedCount: (queue) => clusterUnackedCount(probeClient, prefix, queue),

@@ -24,7 +24,10 @@ export async function clusterQueueDepth(redis: Cluster, prefix: string, queue: s
   return lengths.reduce((sum, length) => sum + length, 0);
 }
 
-/** Deliveries of a queue a kq consumer holds: its own holders hash in the cluster layout. */
+/**
+ * Deliveries of a queue held unacked: Kombu's `unacked` hash (the cluster layout keeps one per queue), the record a
+ * visibility sweep restores from, not kq's own lease records.
+ */
 export async function clusterUnackedCount(redis: Cluster, prefix: string, queue: string): Promise<number> {
-  return redis.hlen(`${prefix}_kq.holders{${queue}}`);
+  return redis.hlen(`${prefix}unacked{${queue}}`);
 }
