@@ -1,4 +1,4 @@
-import { KqError, randomUuid } from '@kq/core';
+import { brandClass, KqError, randomUuid } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { AsyncResult, type ResultNode } from '../results/index';
 import type { CanvasApp } from './canvas-app';
@@ -221,6 +221,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
     this.options[key] = list;
   }
 }
+brandClass(Signature, '@kq/worker:Signature');
 
 function hasKeys(value: Readonly<Record<string, unknown>>): boolean {
   for (const _ in value) return true;
