@@ -1,4 +1,5 @@
 import {
+  brandClass,
   ChannelClosed,
   ConnectionLost,
   ExchangeNotFound,
@@ -30,6 +31,7 @@ export class ConsumerCancelled extends KqError {
     );
   }
 }
+brandClass(ConsumerCancelled, '@kq/amqp:ConsumerCancelled');
 
 interface AmqplibError {
   message?: unknown;

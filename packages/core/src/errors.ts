@@ -1,3 +1,4 @@
+import { brandClass } from './class-brand';
 import { installCommand } from './package-manager';
 
 /**
@@ -199,3 +200,31 @@ const RECOVERABLE_SOCKET_CODES = new Set([
   'EAI_AGAIN',
   'ENOTCONN',
 ]);
+
+// Every error class here answers `instanceof` for its instances from another copy of @kq/core too (see brandClass).
+for (const [name, errorClass] of Object.entries({
+  KqError,
+  ContentDisallowed,
+  DecodeError,
+  EncodeError,
+  SerializerNotRegistered,
+  OptionalDependencyMissing,
+  MessageStateError,
+  StaleDeliveryError,
+  ExchangeNotFound,
+  QueueNotFound,
+  InvalidQueueOptions,
+  PreconditionFailed,
+  UnroutableError,
+  PublishRejected,
+  UnsupportedFeature,
+  ChannelClosed,
+  ConnectionLost,
+  BrokerUnreachable,
+  OperationTimeout,
+  UnknownTransport,
+  TransportNotInstalled,
+  DuplicatePackageCopies,
+})) {
+  brandClass(errorClass, `@kq/core:${name}`);
+}

@@ -1,3 +1,4 @@
+import { brandClass } from './class-brand';
 import type { DeliveryMode } from './message';
 
 export type ExchangeType = 'direct' | 'topic' | 'fanout' | 'headers';
@@ -63,6 +64,7 @@ export class Exchange {
     };
   }
 }
+brandClass(Exchange, '@kq/core:Exchange');
 
 /** JSON with sorted keys, to compare argument tables regardless of insertion order. */
 export function stableJson(value: unknown): string {

@@ -77,6 +77,8 @@ export { randomUuid } from './random-uuid';
 export { sanitizeUrl } from './sanitize-url';
 export { detectPackageManager, installCommand, type PackageManager } from './package-manager';
 export { claimPackageCopy } from './package-copies';
+export { brandClass, isBrandedInstance } from './class-brand';
+export { processWide } from './process-wide';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
 export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';

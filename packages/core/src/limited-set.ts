@@ -1,3 +1,4 @@
+import { brandClass } from './class-brand';
 import { DecodeError } from './errors';
 import { comparePythonStrings } from './python-string-order';
 
@@ -123,7 +124,13 @@ export class LimitedSet<T extends string = string> implements Iterable<T> {
   update(other: LimitedSet<T> | Iterable<T> | LimitedSetWire | Readonly<Record<string, unknown>>): void {
     if (other instanceof LimitedSet) {
       if (other.size === 0) return;
-      for (const [item, entry] of other.#data) this.#data.set(item, { t: entry.t, item });
+      if (#data in other) {
+        for (const [item, entry] of other.#data) this.#data.set(item, { t: entry.t, item });
+      } else {
+        // A LimitedSet of another copy of @kq/core (see brandClass) keeps its #data to itself: read its wire form.
+        const wire = (other as LimitedSet<T>).toWire(); // `#data in` narrowed `other` to never: TS has one class
+        for (const [item, value] of Object.entries(wire)) this.#data.set(item as T, { t: wireTimestampOf(item, value), item: item as T });
+      }
       this.#rebuildHeap();
       this.purge();
       return;
@@ -253,6 +260,7 @@ export class LimitedSet<T extends string = string> implements Iterable<T> {
     heap[i] = entry;
   }
 }
+brandClass(LimitedSet, '@kq/core:LimitedSet');
 
 function checkLimit(name: string, value: number, integer: boolean): number {
   if (!Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {

@@ -1,3 +1,5 @@
+import { brandClass } from './class-brand';
+
 /**
  * JSON the way Python's `json.dumps` writes it with default arguments, which is what Kombu stores in Redis:
  * `", "` and `": "` separators and `ensure_ascii` (every character outside printable ASCII as `\uXXXX`,
@@ -116,6 +118,7 @@ export function parseDocument(text: string): JsonNode {
   parser.end();
   return node;
 }
+brandClass(JsonSyntaxError, '@kq/core:JsonSyntaxError');
 
 /** Writes a {@link JsonNode} as Python's `json.dumps` would (number literals verbatim). */
 export function writeDocument(node: JsonNode): string {

@@ -1,3 +1,4 @@
+import { brandClass } from './class-brand';
 import { Binding } from './binding';
 import { InvalidQueueOptions } from './errors';
 import { type Exchange, stableJson } from './exchange';
@@ -137,6 +138,7 @@ export class Queue {
     );
   }
 }
+brandClass(Queue, '@kq/core:Queue');
 
 /** RabbitMQ counts deliveries only on quorum queues: elsewhere the limit would be accepted and do nothing. */
 function checkDeliveryLimit(queue: string, limit: number, queueType: unknown): void {

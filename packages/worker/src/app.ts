@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  brandClass,
   Connection,
   KqError,
   claimPackageCopy,
@@ -367,6 +368,7 @@ export class App implements AppContract {
     this.#producer = undefined;
   }
 }
+brandClass(App, '@kq/worker:App');
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

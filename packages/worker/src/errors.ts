@@ -1,4 +1,4 @@
-import { KqError } from '@kq/core';
+import { brandClass, KqError } from '@kq/core';
 
 /** A task message that cannot be run as sent: bad body shape, missing headers, unparseable ETA. */
 export class InvalidTaskError extends KqError {}
@@ -79,4 +79,24 @@ export class TaskFailedError extends KqError {
   ) {
     super(`Task ${taskId} failed: ${excType}(${excMessage.map((part) => JSON.stringify(part)).join(', ')})`);
   }
+}
+
+// Every error class here answers `instanceof` for its instances from another copy of @kq/worker too (see brandClass).
+for (const [name, errorClass] of Object.entries({
+  InvalidTaskError,
+  NotRegistered,
+  Retry,
+  Reject,
+  Ignore,
+  MaxRetriesExceededError,
+  SoftTimeLimitExceeded,
+  TimeLimitExceeded,
+  WorkerLostError,
+  TaskRevokedError,
+  WorkerShutdownError,
+  ChordError,
+  ImproperlyConfigured,
+  TaskFailedError,
+})) {
+  brandClass(errorClass, `@kq/worker:${name}`);
 }

@@ -1,3 +1,4 @@
+import { brandClass } from '../class-brand';
 import type { Exchange } from '../exchange';
 import type { Queue } from '../queue';
 import type { BindingRecord } from '../routing';
@@ -183,6 +184,7 @@ export class MemoryBroker {
     }
   }
 }
+brandClass(MemoryBroker, '@kq/core:MemoryBroker');
 
 function size(queue: MemoryQueue): number {
   let count = 0;

@@ -1,3 +1,4 @@
+import { brandClass } from '../class-brand';
 import type { Headers, MessageProperties } from '../message';
 import type { StoredMessage } from './virtual-store';
 import {
@@ -49,6 +50,7 @@ export class MalformedEnvelope extends Error {
     this.reason = reason;
   }
 }
+brandClass(MalformedEnvelope, '@kq/core:MalformedEnvelope');
 
 /** The envelope of a message as Kombu's `basic_publish` would write it. */
 export function encodeEnvelope(message: StoredMessage): string {

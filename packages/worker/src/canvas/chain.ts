@@ -1,4 +1,4 @@
-import { KqError } from '@kq/core';
+import { brandClass, KqError } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode } from '../results/index';
 import type { CanvasApp } from './canvas-app';
@@ -201,6 +201,7 @@ export class Chain<R = unknown> extends Signature<R> {
     return { tasks, results, hasChord };
   }
 }
+brandClass(Chain, '@kq/worker:Chain');
 
 function stringOrUndefined(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;

@@ -1,4 +1,4 @@
-import { KqError, randomUuid, type ResultBackend } from '@kq/core';
+import { brandClass, KqError, randomUuid, type ResultBackend } from '@kq/core';
 import { ChordError } from '../errors';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
@@ -110,6 +110,7 @@ export class Chord<R = unknown> extends Signature<R> {
     return bodyResult;
   }
 }
+brandClass(Chord, '@kq/worker:Chord');
 
 /** The first result up the body's parents that has none gets the header's (a chain body's first step). */
 function linkToHeader(bodyResult: ResultNode & { parent: ResultNode | null }, headerResult: ResultNode): void {

@@ -1,4 +1,4 @@
-import { KqError, randomUuid } from '@kq/core';
+import { brandClass, KqError, randomUuid } from '@kq/core';
 import { currentTask } from '../current-task';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
@@ -188,6 +188,7 @@ export class Group<R extends readonly unknown[] = unknown[]> extends Signature<R
     return new GroupResult<R>(groupId, results, this.app ?? null, this.app?.revoker);
   }
 }
+brandClass(Group, '@kq/worker:Group');
 
 function stringOrUndefined(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;

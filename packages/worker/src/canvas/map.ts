@@ -1,3 +1,4 @@
+import { brandClass } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import type { AsyncResult, GroupResult } from '../results/index';
 import type { CanvasApp } from './canvas-app';
@@ -25,6 +26,7 @@ export class MapSignature<R = unknown> extends Signature<R[]> {
     return new MapSignature(this.subtaskType === 'xmap' ? 'xmap' : 'xstarmap', kwargs['task'] as SignatureJson, kwargs['it'] as unknown[], options, this.app) as this;
   }
 }
+brandClass(MapSignature, '@kq/worker:MapSignature');
 
 /**
  * The items split into parts of `n`, each part one `celery.starmap` message, sent as a group (Celery's `chunks`):
@@ -56,6 +58,7 @@ export class Chunks<R = unknown> extends Signature<R[][], GroupResult<R[][]>> {
     return new Chunks(kwargs['task'] as SignatureJson, kwargs['it'] as unknown[][], Number(kwargs['n']), options, this.app) as this;
   }
 }
+brandClass(Chunks, '@kq/worker:Chunks');
 
 Signature.registerType('xmap', (json, app) => new MapSignature('xmap', json.kwargs['task'] as SignatureJson, (json.kwargs['it'] as unknown[]) ?? [], json.options ?? {}, app));
 Signature.registerType('xstarmap', (json, app) => new MapSignature('xstarmap', json.kwargs['task'] as SignatureJson, (json.kwargs['it'] as unknown[]) ?? [], json.options ?? {}, app));

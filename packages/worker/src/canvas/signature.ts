@@ -1,4 +1,4 @@
-import { KqError, randomUuid } from '@kq/core';
+import { brandClass, KqError, randomUuid } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { AsyncResult, type ResultNode } from '../results/index';
 import type { CanvasApp } from './canvas-app';
@@ -225,6 +225,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
     this.options[key] = list;
   }
 }
+brandClass(Signature, '@kq/worker:Signature');
 
 /**
  * The signature with options as they travel, kept whole: a sender's options are not ours to refuse (Celery keeps

@@ -1,11 +1,15 @@
+import { processWide } from '@kq/core';
 import type { EventDispatcher } from '../events/event-dispatcher';
 import type { Worker } from '../worker/worker';
 import type { ClusterOptions } from './cluster-options';
 import type { Gossip } from './gossip';
 import type { TaskOverrides } from './registered-tasks';
 
-/** Which cluster context drives each worker: one set of cluster steps per worker, even if two were given. */
-const owners = new WeakMap<Worker, ClusterContext>();
+/**
+ * Which cluster context drives each worker: one set of cluster steps per worker, even if two were given — from two
+ * copies of @kq/worker too, hence process-wide.
+ */
+const owners = processWide('kq.cluster-owners.v1', () => new WeakMap<Worker, ClusterContext>());
 
 /**
  * The cluster side of a running worker started with cluster steps: its event dispatcher and Gossip (e.g.

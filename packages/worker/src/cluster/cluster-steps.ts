@@ -1,3 +1,4 @@
+import { brandClass } from '@kq/core';
 import type { WorkerStep } from '../worker/bootstep';
 import type { Worker } from '../worker/worker';
 import { ClusterContext } from './cluster-context';
@@ -26,6 +27,7 @@ export class ClusterBindingStep implements WorkerStep {
     this.#context.release(worker);
   }
 }
+brandClass(ClusterBindingStep, '@kq/worker:ClusterBindingStep');
 
 /**
  * The steps that make a worker part of a Celery fleet, in Celery's order (docs/wire.md#mingle-heartbeats-and-gossip):

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { KqError, Queue, TypedEmitter, type Transport } from '@kq/core';
+import { KqError, processWide, Queue, TypedEmitter, type Transport } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { loadBrokerFactory } from '../beat/broker-support';
 import { deterministicTaskId } from '../beat/deterministic-id';
@@ -86,7 +86,9 @@ const STOPPED = 'stopped';
 /** How long a stop tombstone lasts, ms (a year: in practice until `start({ restart: true })`). */
 const TOMBSTONE_TTL_MS = 365 * 24 * 3600 * 1000;
 
-const registry = new WeakMap<AppContract, Map<string, PeriodicTask<never[], unknown>>>();
+// Process-wide: a worker's periodicStep (the kq CLI's copy of @kq/worker, say) must see the tasks an app module
+// defined with another copy.
+const registry = processWide('kq.periodic-tasks.v1', () => new WeakMap<AppContract, Map<string, PeriodicTask<never[], unknown>>>());
 
 /** The periodic tasks defined on `app` (what `periodicStep` starts). */
 export function periodicTasks(app: AppContract): PeriodicTask<never[], unknown>[] {

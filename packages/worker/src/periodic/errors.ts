@@ -1,4 +1,4 @@
-import { KqError } from '@kq/core';
+import { brandClass, KqError } from '@kq/core';
 
 /**
  * Throw from a periodic task to end its cycle: no further run is scheduled, and workers do not start a new cycle
@@ -12,3 +12,4 @@ export class StopPeriodic<R = unknown> extends KqError {
     super(reason);
   }
 }
+brandClass(StopPeriodic, '@kq/worker:StopPeriodic');

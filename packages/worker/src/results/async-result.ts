@@ -1,4 +1,5 @@
 import {
+  brandClass,
   KqError,
   isExceptionInfo,
   isReadyState,
@@ -133,6 +134,7 @@ export class AsyncResult<R = unknown> {
     );
   }
 }
+brandClass(AsyncResult, '@kq/worker:AsyncResult');
 
 /** The exception info of a state that is not SUCCESS; a stored value that is not one is described as one. */
 function failureInfo(meta: ResultMeta): ExceptionInfo {

@@ -1,4 +1,4 @@
-import { KqError, OperationTimeout, type ResultBackend, type ResultTuple } from '@kq/core';
+import { brandClass, KqError, OperationTimeout, type ResultBackend, type ResultTuple } from '@kq/core';
 import { AsyncResult, type GetResultOptions, type ResultBackendSource, type ResultNode } from './async-result';
 
 /** Revokes tasks by id (the app's `control.revoke`), handed to result sets so they need not know the app. */
@@ -82,6 +82,7 @@ export class ResultSet<R extends readonly unknown[] = unknown[]> {
     return this.results.flatMap((result) => (result instanceof GroupResult ? result.taskIds() : [result.id]));
   }
 }
+brandClass(ResultSet, '@kq/worker:ResultSet');
 
 /**
  * The result of a group (Celery's `GroupResult`): a result set with the group's id, which can be saved in the result
@@ -129,6 +130,7 @@ export class GroupResult<R extends readonly unknown[] = unknown[]> extends Resul
     return backend.groups;
   }
 }
+brandClass(GroupResult, '@kq/worker:GroupResult');
 
 /** A result rebuilt from Celery's tuple form (`result_from_tuple`). */
 export function resultFromTuple(tuple: ResultTuple, backend: ResultBackend | null | ResultBackendSource, revoker?: Revoker): SetMember {
