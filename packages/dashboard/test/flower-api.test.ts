@@ -86,6 +86,47 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     await waitFor('a heartbeat', async () => ((await get('/api/workers?status=1')).body as Record<string, boolean>)[hostname] === true);
   });
 
+  it('a worker that comes online is inspected at once: /api/workers lists it (stats, registered) without ?refresh=1', async () => {
+    // A dashboard of its own whose periodic round never comes in this test: only the worker-online event can do it.
+    const watching = new Dashboard({ app: new App('dash-newcomer', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, inspectIntervalMs: 3_600_000 });
+    const base = await watching.start();
+    await watching.inspector.inspect(); // its start-up round over: a worker starting during it could answer that
+    const late = app.worker({ queues: [`${ns}.late`], hostname: `late@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    try {
+      await late.start();
+      const info = await waitFor('the new worker in /api/workers', async () => {
+        const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
+        return body[`late@${ns}`]?.['stats'] ? body[`late@${ns}`] : undefined;
+      }, 10_000);
+      expect(info?.['registered']).toEqual(expect.arrayContaining(['dash.add']));
+      expect((info?.['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([`${ns}.late`]);
+    } finally {
+      await late.stop();
+      await watching.close();
+      await watching.app.close();
+      await app.connection.ensure((channel) => channel.deleteQueue(`${ns}.late`)).catch(() => undefined);
+    }
+  });
+
+  it.skipIf(!python)('a Python Celery worker that comes online is inspected at once too (its control listens by the time its worker-online arrives)', async () => {
+    const watching = new Dashboard({ app: new App('dash-py-newcomer', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, inspectIntervalMs: 3_600_000 });
+    const base = await watching.start();
+    await watching.inspector.inspect();
+    const pyLate = startPythonWorker(`pylate@${ns}`, { KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${ns}.pylate`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` }, ['-E']);
+    try {
+      await waitFor('its worker-online event', () => watching.state.cluster.workers.has(`pylate@${ns}`) || undefined, 30_000);
+      const info = await waitFor('the Python worker in /api/workers', async () => {
+        const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
+        return body[`pylate@${ns}`]?.['stats'] ? body[`pylate@${ns}`] : undefined;
+      }, 10_000);
+      expect(info?.['registered']).toEqual(expect.arrayContaining(['interop.py_add']));
+    } finally {
+      pyLate.kill('SIGKILL');
+      await watching.close();
+      await watching.app.close();
+    }
+  }, 60_000);
+
   it('GET /api/tasks, /api/task/info, /api/task/types: tasks in Flower\'s shape, filtered, with children', async () => {
     const ok = await app.sendTask('dash.add', [2, 3]);
     const failed = await app.sendTask('dash.boom');
