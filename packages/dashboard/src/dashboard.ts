@@ -88,7 +88,7 @@ export class Dashboard {
         '*': (event) => {
           this.state.event(event);
           // A worker that came online is inspected now: /api/workers would otherwise miss it until the next round.
-          if (event.type === 'worker-online') void this.inspector.inspect(event.hostname).catch((error: unknown) => this.log.warning(`inspect ${event.hostname}: ${String(error)}`));
+          if (event.type === 'worker-online') void this.inspector.inspectNewcomer(event.hostname).catch((error: unknown) => this.log.warning(`inspect ${event.hostname}: ${String(error)}`));
         },
       },
     });
@@ -140,6 +140,7 @@ export class Dashboard {
   }
 
   async close(): Promise<void> {
+    this.inspector.close();
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
     if (this.#options.stateFile && this.#server) await saveFleetState(this.state, this.#options.stateFile);
     await this.#server?.close();

@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { Queue } from '@kq/core';
-import { App, Logger, type Worker } from '@kq/worker';
+import { App, EventDispatcher, Logger, type Worker } from '@kq/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Dashboard } from '../src/index';
@@ -86,44 +86,72 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     await waitFor('a heartbeat', async () => ((await get('/api/workers?status=1')).body as Record<string, boolean>)[hostname] === true);
   });
 
-  it('a worker that comes online is inspected at once: /api/workers lists it (stats, registered) without ?refresh=1', async () => {
-    // A dashboard of its own whose periodic round never comes in this test: only the worker-online event can do it.
-    const watching = new Dashboard({ app: new App('dash-newcomer', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, inspectIntervalMs: 3_600_000 });
+  /**
+   * A dashboard and an app on a namespace of their own (the suite's dashboard must not see these workers), the
+   * dashboard's start-up round over and its periodic one an hour away: only a worker-online event can make it inspect.
+   */
+  const newcomerSetup = async (name: string): Promise<{ space: string; watching: Dashboard; base: string; workerApp: App; close: () => Promise<void> }> => {
+    const space = `${ns}-${name}`;
+    const watching = new Dashboard({ app: new App(`dash-${name}`, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 1000, inspectIntervalMs: 3_600_000 });
     const base = await watching.start();
-    await watching.inspector.inspect(); // its start-up round over: a worker starting during it could answer that
-    const late = app.worker({ queues: [`${ns}.late`], hostname: `late@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
-    try {
-      await late.start();
-      const info = await waitFor('the new worker in /api/workers', async () => {
-        const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
-        return body[`late@${ns}`]?.['stats'] ? body[`late@${ns}`] : undefined;
-      }, 10_000);
-      expect(info?.['registered']).toEqual(expect.arrayContaining(['dash.add']));
-      expect((info?.['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([`${ns}.late`]);
-    } finally {
-      await late.stop();
+    await watching.inspector.inspect(); // a worker starting during the start-up round could answer that one
+    const workerApp = new App(name, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` });
+    workerApp.task('dash.add', (_ctx, x: number, y: number) => x + y);
+    const close = async (): Promise<void> => {
       await watching.close();
       await watching.app.close();
-      await app.connection.ensure((channel) => channel.deleteQueue(`${ns}.late`)).catch(() => undefined);
+      await workerApp.connection.ensure((channel) => channel.deleteQueue(`${space}.q`)).catch(() => undefined);
+      await workerApp.close();
+    };
+    return { space, watching, base, workerApp, close };
+  };
+  const listed = async (base: string, host: string): Promise<Record<string, unknown>> =>
+    waitFor(`${host} in /api/workers`, async () => {
+      const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
+      return body[host]?.['stats'] && body[host]?.['registered'] ? body[host] : undefined;
+    }, 8000);
+
+  it('a worker that comes online is inspected at once: /api/workers lists it (stats, registered) without ?refresh=1', async () => {
+    const { space, base, workerApp, close } = await newcomerSetup('late');
+    const late = workerApp.worker({ queues: [`${space}.q`], hostname: `late@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    try {
+      await late.start();
+      const info = await listed(base, `late@${ns}`);
+      expect(info['registered']).toEqual(expect.arrayContaining(['dash.add']));
+      expect((info['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([`${space}.q`]);
+    } finally {
+      await late.stop();
+      await close();
     }
   });
 
-  it.skipIf(!python)('a Python Celery worker that comes online is inspected at once too (its control listens by the time its worker-online arrives)', async () => {
-    const watching = new Dashboard({ app: new App('dash-py-newcomer', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 500, inspectIntervalMs: 3_600_000 });
-    const base = await watching.start();
-    await watching.inspector.inspect();
-    const pyLate = startPythonWorker(`pylate@${ns}`, { KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${ns}.pylate`, KQ_INTEROP_NAMESPACE: ns, KQ_INTEROP_EVENT_EXCHANGE: `${ns}.ev` }, ['-E']);
+  it("a worker-online that comes before the worker answers remote control (Celery's Heart starts before its Control) is asked again", async () => {
+    const { space, watching, base, workerApp, close } = await newcomerSetup('early');
+    const early = `early@${ns}`;
+    const announcer = new EventDispatcher(workerApp.connection, { hostname: early, exchange: `${space}.ev` });
+    // The worker itself sends no worker-online (no heartbeat): the one above, sent before it starts, is all there is.
+    // No worker listens on this namespace's control exchange before it: the first asks end at once, unroutable.
+    const worker = workerApp.worker({ queues: [`${space}.q`], hostname: early, logger: quiet, cluster: { heartbeat: false, mingle: false, gossip: false } });
     try {
-      await waitFor('its worker-online event', () => watching.state.cluster.workers.has(`pylate@${ns}`) || undefined, 30_000);
-      const info = await waitFor('the Python worker in /api/workers', async () => {
-        const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
-        return body[`pylate@${ns}`]?.['stats'] ? body[`pylate@${ns}`] : undefined;
-      }, 10_000);
-      expect(info?.['registered']).toEqual(expect.arrayContaining(['interop.py_add']));
+      announcer.send('worker-online', { freq: 2, active: 0, processed: 0 });
+      await waitFor('the worker-online event', () => watching.state.cluster.workers.has(early) || undefined);
+      await worker.start();
+      expect((await listed(base, early))['registered']).toEqual(expect.arrayContaining(['dash.add']));
+    } finally {
+      await announcer.close();
+      await worker.stop();
+      await close();
+    }
+  });
+
+  it.skipIf(!python)('a Python Celery worker that comes online is inspected at once too', async () => {
+    const { space, base, close } = await newcomerSetup('pylate');
+    const pyLate = startPythonWorker(`pylate@${ns}`, { KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${space}.py`, KQ_INTEROP_NAMESPACE: space, KQ_INTEROP_EVENT_EXCHANGE: `${space}.ev` }, ['-E']);
+    try {
+      expect((await listed(base, `pylate@${ns}`))['registered']).toEqual(expect.arrayContaining(['interop.py_add']));
     } finally {
       pyLate.kill('SIGKILL');
-      await watching.close();
-      await watching.app.close();
+      await close();
     }
   }, 60_000);
 
