@@ -316,6 +316,14 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
       expect([bare.status, bare.headers.get('location')]).toEqual([302, '/flower/']);
       const html = await (await fetch(`${base}/`)).text();
       expect(html).toContain('src="static/app.js"');
+      expect(html).toContain('<base href="./">');
+      // Flower's page paths serve the page, its base leading back to the prefix (relative: a stripping proxy works too)
+      for (const [path, pageBase] of [['/workers', './'], ['/tasks', './'], ['/broker', './'], [`/worker/${encodeURIComponent(hostname)}`, '../'], ['/task/some-id', '../'], ['/tasks/', '../']] as const) {
+        const page = await fetch(`${base}${path}`);
+        expect([path, page.status, page.headers.get('content-type')]).toEqual([path, 200, 'text/html; charset=utf-8']);
+        expect(await page.text()).toContain(`<base href="${pageBase}">`);
+      }
+      expect((await fetch(`${base}/static/favicon.svg`)).headers.get('content-type')).toBe('image/svg+xml');
       expect((await fetch(`${base}/static/app.js`)).status).toBe(200);
       expect((await fetch(`${base}/api/workers`)).status).toBe(200);
       expect(await (await fetch(`${base}/healthcheck`)).text()).toBe('OK');
@@ -323,6 +331,22 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     } finally {
       await prefixed.close();
       await prefixed.app.close();
+    }
+  });
+
+  it('closes while a page is open: its live feed is ended rather than waited for', async () => {
+    const watched = new Dashboard({ app: new App('dash-live', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet });
+    const base = await watched.start();
+    try {
+      const feed = await fetch(`${base}/api/live`);
+      const reader = (feed.body as ReadableStream<Uint8Array>).getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: change');
+      const closed = watched.close().then(() => 'closed');
+      expect(await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000, 'still open after 5 s'))])).toBe('closed');
+      expect((await reader.read()).done).toBe(true);
+    } finally {
+      await watched.close();
+      await watched.app.close();
     }
   });
 
