@@ -24,7 +24,7 @@ export interface DashboardOptions {
   maxTasks?: number;
   /** How long inspect calls wait for replies, ms (Flower's `inspect_timeout`, 1000). */
   inspectTimeoutMs?: number;
-  /** How often workers are inspected again, ms (default 30 000; `/api/workers?refresh=1` does it at once). */
+  /** How often workers are inspected again, ms (default 30 000). A worker is also inspected when it comes online, and `/api/workers?refresh=1` asks at once. */
   inspectIntervalMs?: number;
   /** How often queue lengths are sampled, ms (default 5000). */
   queueIntervalMs?: number;
@@ -87,7 +87,13 @@ export class Dashboard {
       accept: app.conf.acceptContent,
       wakeup: true,
       mailbox: app.control.mailbox,
-      handlers: { '*': (event) => this.state.event(event) },
+      handlers: {
+        '*': (event) => {
+          this.state.event(event);
+          // A worker that came online is inspected now: /api/workers would otherwise miss it until the next round.
+          if (event.type === 'worker-online') void this.inspector.inspectNewcomer(event.hostname).catch((error: unknown) => this.log.warning(`inspect ${event.hostname}: ${String(error)}`));
+        },
+      },
     });
     this.#receiver.on('error', (error) => this.log.warning(`events: ${error.message}`));
     await this.#receiver.start();
@@ -137,6 +143,7 @@ export class Dashboard {
   }
 
   async close(): Promise<void> {
+    this.inspector.close();
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
     if (this.#options.stateFile && this.#server) await saveFleetState(this.state, this.#options.stateFile);
     await this.#server?.close();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { App } from '@kq/worker';
 import type { FleetState } from './fleet-state';
 
@@ -13,7 +14,8 @@ export class WorkerInspector {
   readonly #app: App;
   readonly #state: FleetState;
   readonly #timeoutMs: number;
-  readonly #running = new Map<string, { current: Promise<void>; next?: Promise<void> }>();
+  readonly #running = new Map<string, { current: Promise<ReadonlySet<string>>; next?: Promise<ReadonlySet<string>> }>();
+  #closed = false;
 
   constructor(app: App, state: FleetState, timeoutMs: number) {
     this.#app = app;
@@ -21,7 +23,8 @@ export class WorkerInspector {
     this.#timeoutMs = timeoutMs;
   }
 
-  inspect(workername?: string): Promise<void> {
+  /** Resolves to the workers that answered every call of the run. */
+  inspect(workername?: string): Promise<ReadonlySet<string>> {
     const key = workername ?? '';
     const runs = this.#running.get(key);
     if (!runs) {
@@ -30,7 +33,7 @@ export class WorkerInspector {
       return current;
     }
     runs.next ??= runs.current.catch(() => undefined).then(() => {
-      const next = runs.next as Promise<void>;
+      const next = runs.next as Promise<ReadonlySet<string>>;
       runs.current = next;
       runs.next = undefined;
       return this.#inspectAll(workername).finally(() => this.#finished(key, next));
@@ -38,12 +41,37 @@ export class WorkerInspector {
     return runs.next;
   }
 
-  #finished(key: string, run: Promise<void>): void {
+  /**
+   * Inspects a worker that just came online (its `worker-online` event), so that `/api/workers` lists it at once
+   * rather than at the next round. One that does not answer is asked again, up to `attempts` asks in all, an inspect
+   * timeout apart: Celery's worker sends the event before it listens to remote control (its Heart step starts
+   * before its Control step), so the first ask can come too early. Resolves to whether it answered every call.
+   */
+  async inspectNewcomer(hostname: string, attempts = 3): Promise<boolean> {
+    for (let attempt = 1; !this.#closed; attempt++) {
+      const asked = Date.now();
+      // A worker busy starting may answer some calls in time and not others: until it answers all, it is asked again.
+      if ((await this.inspect(hostname)).has(hostname)) return true;
+      if (attempt >= attempts) break;
+      // An ask ends at once when no worker listens on the control exchange yet (the fleet's first one starting):
+      // the next one waits its turn, the inspect timeout after the last.
+      await sleep(Math.max(0, this.#timeoutMs - (Date.now() - asked)), undefined, { ref: false });
+    }
+    return false;
+  }
+
+  /** No more asking again (the dashboard is closing). */
+  close(): void {
+    this.#closed = true;
+  }
+
+  #finished(key: string, run: Promise<ReadonlySet<string>>): void {
     const runs = this.#running.get(key);
     if (runs && runs.current === run && !runs.next) this.#running.delete(key);
   }
 
-  async #inspectAll(workername: string | undefined): Promise<void> {
+  async #inspectAll(workername: string | undefined): Promise<ReadonlySet<string>> {
+    const answers = new Map<string, number>();
     await Promise.all(
       INSPECT_METHODS.map(async (method) => {
         const replies = await this.#app.control.broadcast(method, {
@@ -57,10 +85,12 @@ export class WorkerInspector {
             info[method] = value;
             info['timestamp'] = Date.now() / 1000;
             this.#state.inspected.set(host, info);
+            answers.set(host, (answers.get(host) ?? 0) + 1);
           }
         }
       }),
     );
     this.#state.version++;
+    return new Set([...answers].filter(([, count]) => count === INSPECT_METHODS.length).map(([host]) => host));
   }
 }

@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { Queue } from '@kq/core';
-import { App, Logger, type Worker } from '@kq/worker';
+import { App, EventDispatcher, Logger, type Worker } from '@kq/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Dashboard } from '../src/index';
@@ -85,6 +85,75 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     expect((await get('/api/workers?workername=nobody@nowhere')).status).toBe(404);
     await waitFor('a heartbeat', async () => ((await get('/api/workers?status=1')).body as Record<string, boolean>)[hostname] === true);
   });
+
+  /**
+   * A dashboard and an app on a namespace of their own (the suite's dashboard must not see these workers), the
+   * dashboard's start-up round over and its periodic one an hour away: only a worker-online event can make it inspect.
+   */
+  const newcomerSetup = async (name: string): Promise<{ space: string; watching: Dashboard; base: string; workerApp: App; close: () => Promise<void> }> => {
+    const space = `${ns}-${name}`;
+    const watching = new Dashboard({ app: new App(`dash-${name}`, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 1000, inspectIntervalMs: 3_600_000 });
+    const base = await watching.start();
+    await watching.inspector.inspect(); // a worker starting during the start-up round could answer that one
+    const workerApp = new App(name, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` });
+    workerApp.task('dash.add', (_ctx, x: number, y: number) => x + y);
+    const close = async (): Promise<void> => {
+      await watching.close();
+      await watching.app.close();
+      await workerApp.connection.ensure((channel) => channel.deleteQueue(`${space}.q`)).catch(() => undefined);
+      await workerApp.close();
+    };
+    return { space, watching, base, workerApp, close };
+  };
+  const listed = async (base: string, host: string): Promise<Record<string, unknown>> =>
+    waitFor(`${host} in /api/workers`, async () => {
+      const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, Record<string, unknown>>;
+      return body[host]?.['stats'] && body[host]?.['registered'] ? body[host] : undefined;
+    }, 8000);
+
+  it('a worker that comes online is inspected at once: /api/workers lists it (stats, registered) without ?refresh=1', async () => {
+    const { space, base, workerApp, close } = await newcomerSetup('late');
+    const late = workerApp.worker({ queues: [`${space}.q`], hostname: `late@${ns}`, logger: quiet, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    try {
+      await late.start();
+      const info = await listed(base, `late@${ns}`);
+      expect(info['registered']).toEqual(expect.arrayContaining(['dash.add']));
+      expect((info['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([`${space}.q`]);
+    } finally {
+      await late.stop();
+      await close();
+    }
+  });
+
+  it("a worker-online that comes before the worker answers remote control (Celery's Heart starts before its Control) is asked again", async () => {
+    const { space, watching, base, workerApp, close } = await newcomerSetup('early');
+    const early = `early@${ns}`;
+    const announcer = new EventDispatcher(workerApp.connection, { hostname: early, exchange: `${space}.ev` });
+    // The worker itself sends no worker-online (no heartbeat): the one above, sent before it starts, is all there is.
+    // No worker listens on this namespace's control exchange before it: the first asks end at once, unroutable.
+    const worker = workerApp.worker({ queues: [`${space}.q`], hostname: early, logger: quiet, cluster: { heartbeat: false, mingle: false, gossip: false } });
+    try {
+      announcer.send('worker-online', { freq: 2, active: 0, processed: 0 });
+      await waitFor('the worker-online event', () => watching.state.cluster.workers.has(early) || undefined);
+      await worker.start();
+      expect((await listed(base, early))['registered']).toEqual(expect.arrayContaining(['dash.add']));
+    } finally {
+      await announcer.close();
+      await worker.stop();
+      await close();
+    }
+  });
+
+  it.skipIf(!python)('a Python Celery worker that comes online is inspected at once too', async () => {
+    const { space, base, close } = await newcomerSetup('pylate');
+    const pyLate = startPythonWorker(`pylate@${ns}`, { KQ_INTEROP_BROKER: REDIS, KQ_INTEROP_BACKEND: REDIS, KQ_INTEROP_PY_QUEUE: `${space}.py`, KQ_INTEROP_NAMESPACE: space, KQ_INTEROP_EVENT_EXCHANGE: `${space}.ev` }, ['-E']);
+    try {
+      expect((await listed(base, `pylate@${ns}`))['registered']).toEqual(expect.arrayContaining(['interop.py_add']));
+    } finally {
+      pyLate.kill('SIGKILL');
+      await close();
+    }
+  }, 60_000);
 
   it('GET /api/tasks, /api/task/info, /api/task/types: tasks in Flower\'s shape, filtered, with children', async () => {
     const ok = await app.sendTask('dash.add', [2, 3]);
@@ -247,6 +316,14 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
       expect([bare.status, bare.headers.get('location')]).toEqual([302, '/flower/']);
       const html = await (await fetch(`${base}/`)).text();
       expect(html).toContain('src="static/app.js"');
+      expect(html).toContain('<base href="./">');
+      // Flower's page paths serve the page, its base leading back to the prefix (relative: a stripping proxy works too)
+      for (const [path, pageBase] of [['/workers', './'], ['/tasks', './'], ['/broker', './'], [`/worker/${encodeURIComponent(hostname)}`, '../'], ['/task/some-id', '../'], ['/tasks/', '../']] as const) {
+        const page = await fetch(`${base}${path}`);
+        expect([path, page.status, page.headers.get('content-type')]).toEqual([path, 200, 'text/html; charset=utf-8']);
+        expect(await page.text()).toContain(`<base href="${pageBase}">`);
+      }
+      expect((await fetch(`${base}/static/favicon.svg`)).headers.get('content-type')).toBe('image/svg+xml');
       expect((await fetch(`${base}/static/app.js`)).status).toBe(200);
       expect((await fetch(`${base}/api/workers`)).status).toBe(200);
       expect(await (await fetch(`${base}/healthcheck`)).text()).toBe('OK');
@@ -254,6 +331,22 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     } finally {
       await prefixed.close();
       await prefixed.app.close();
+    }
+  });
+
+  it('closes while a page is open: its live feed is ended rather than waited for', async () => {
+    const watched = new Dashboard({ app: new App('dash-live', { broker: REDIS, controlExchange: ns, eventExchange: `${ns}.ev` }), port: 0, logger: quiet });
+    const base = await watched.start();
+    try {
+      const feed = await fetch(`${base}/api/live`);
+      const reader = (feed.body as ReadableStream<Uint8Array>).getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain('event: change');
+      const closed = watched.close().then(() => 'closed');
+      expect(await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000, 'still open after 5 s'))])).toBe('closed');
+      expect((await reader.read()).done).toBe(true);
+    } finally {
+      await watched.close();
+      await watched.app.close();
     }
   });
 

@@ -1,4 +1,6 @@
-// The kq dashboard's page: every URL it fetches is relative, so it works under a URL prefix. Routes by URL hash, draws from the dashboard's JSON (its overview and Flower's API), and
+// The kq dashboard's page: every URL it fetches is relative to the page's base (which the server sets), so it works
+// under a URL prefix. Its pages have Flower's paths (workers, worker/<name>, tasks, task/<id>, broker) and move between
+// them without a reload (history API); it draws from the dashboard's JSON (its overview and Flower's API), and
 // redraws when the server-sent `/api/live` feed says something changed. Plain browser JavaScript: nothing to build.
 (() => {
   'use strict';
@@ -12,8 +14,36 @@
   let drawing = false;
   let pending = false;
 
+  // The server's <base> is relative to the path it served (`../` under worker/<name>): fixed here as absolute, since the
+  // page's path changes as it moves between pages without a reload.
+  const base = new URL(document.baseURI);
+  const baseElement = document.querySelector('base');
+  if (baseElement) baseElement.href = base.href;
+  /** A time axis' tick steps, seconds. */
+  const TIME_STEPS = [1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  const PAGES = new Set(['', 'workers', 'worker', 'tasks', 'task', 'queues', 'broker', 'dead-letters']);
+
   const esc = (value) => String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
   const time = (seconds) => (seconds ? new Date(seconds * 1000).toISOString().replace('T', ' ').slice(0, 23) : '');
+  const pad = (n) => String(n).padStart(2, '0');
+  /** A chart's time: local hh:mm, with seconds when the ticks are closer than a minute. */
+  const clock = (seconds, withSeconds = true) => {
+    const at = new Date(seconds * 1000);
+    return `${pad(at.getHours())}:${pad(at.getMinutes())}${withSeconds ? `:${pad(at.getSeconds())}` : ''}`;
+  };
+  /** A duration as people read it, three significant digits: 109 µs, 12.3 ms, 1.52 s, 2 min 5 s. */
+  const duration = (seconds) => {
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return '';
+    if (seconds === 0) return '0 s';
+    const digits = (n) => String(Number(n.toPrecision(3)));
+    const size = Math.abs(seconds);
+    // Thresholds just below each unit, so rounding never shows 1000 µs or 1000 ms.
+    if (size < 0.0009995) return `${digits(seconds * 1e6)} µs`;
+    if (size < 0.9995) return `${digits(seconds * 1e3)} ms`;
+    if (size < 59.95) return `${digits(seconds)} s`;
+    const whole = Math.round(seconds);
+    return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+  };
   const ago = (seconds) => (seconds === null || seconds === undefined ? '—' : seconds < 1 ? 'now' : `${seconds.toFixed(0)} s ago`);
   const fetchJson = async (url, options) => {
     const response = await fetch(url, options);
@@ -44,14 +74,40 @@
     redraw();
   };
 
+  /** The page and its argument from the path below the base: `worker/celery%40host` → worker, celery@host. */
   function route() {
-    const [page, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+    const path = location.pathname.startsWith(base.pathname) ? location.pathname.slice(base.pathname.length) : '';
+    const [page, ...rest] = path.split('/');
     return { page: page || 'workers', arg: decodeURIComponent(rest.join('/')) };
   }
 
-  function chart(target, title, series, data) {
+  /** `#/worker/x` (the page's URLs before it had paths, in old bookmarks) → `worker/x`. */
+  function fromHash() {
+    if (!location.hash.startsWith('#/')) return false;
+    window.history.replaceState(null, '', new URL(location.hash.slice(2), base));
+    return true;
+  }
+
+  /**
+   * A time chart. The x axis has one line of hh:mm(:ss) per tick, ticks at least `space` pixels apart so that labels
+   * never overlap (uPlot's default adds a second line with the date under the first tick, wider than the spacing);
+   * its steps add 2 minutes to uPlot's, so that a narrow chart of 5 minutes still has a few ticks.
+   * `y`, when given, formats the y axis and the legend (uPlot's own numbers otherwise).
+   */
+  function chart(target, title, series, data, y) {
     const width = Math.max(320, target.clientWidth - 24);
-    const opts = { title, width, height: 200, scales: { x: { time: true } }, series: [{}, ...series], axes: [{}, { size: 60 }] };
+    const legend = (_u, value) => (value === null || value === undefined ? '--' : y(value));
+    const opts = {
+      title,
+      width,
+      height: 200,
+      scales: { x: { time: true } },
+      series: [{ value: (_u, t) => (t === null || t === undefined ? '--' : clock(t)) }, ...series.map((s) => (y ? { value: legend, ...s } : s))],
+      axes: [
+        { space: 80, incrs: TIME_STEPS, values: (_u, splits, _axis, _space, incr) => splits.map((t) => clock(t, incr < 60)) },
+        y ? { size: 70, values: (_u, splits) => splits.map(y) } : { size: 60 },
+      ],
+    };
     charts.push(new uPlot(opts, data, target));
   }
 
@@ -59,7 +115,7 @@
     const data = await fetchJson('dashboard/overview');
     const rows = data.workers
       .map((w) => `<tr data-worker="${esc(w.hostname)}">
-        <td><a href="#/worker/${encodeURIComponent(w.hostname)}">${esc(w.hostname)}</a></td>
+        <td><a href="worker/${encodeURIComponent(w.hostname)}">${esc(w.hostname)}</a></td>
         <td class="${w.online ? 'online' : 'offline'}">${w.online ? 'online' : 'offline'}</td>
         <td>${ago(w.heartbeatAge)}</td>
         <td>${esc(w.pool ? `${w.pool.implementation ?? ''} ${w.pool.size ?? ''}${w.pool.autoscale ? ` (autoscale ${w.pool.autoscale.min}–${w.pool.autoscale.max})` : ''}` : '—')}</td>
@@ -76,14 +132,14 @@
     chart(document.getElementById('chart-throughput'), 'Tasks per second', [{ label: 'succeeded', stroke: '#2b8a3e' }, { label: 'failed', stroke: '#c92a2a' }], [t, data.throughput.map((p) => p.succeeded), data.throughput.map((p) => p.failed)]);
     // Seconds with no finished task have no runtime: points stay visible where a line has no neighbour.
     const dots = { show: true, size: 4 };
-    chart(document.getElementById('chart-runtime'), 'Runtime (s)', [{ label: 'p50', stroke: '#3b5bdb', points: dots }, { label: 'p95', stroke: '#e67700', points: dots }, { label: 'p99', stroke: '#c92a2a', points: dots }], [t, data.throughput.map((p) => p.p50), data.throughput.map((p) => p.p95), data.throughput.map((p) => p.p99)]);
+    chart(document.getElementById('chart-runtime'), 'Runtime', [{ label: 'p50', stroke: '#3b5bdb', points: dots }, { label: 'p95', stroke: '#e67700', points: dots }, { label: 'p99', stroke: '#c92a2a', points: dots }], [t, data.throughput.map((p) => p.p50), data.throughput.map((p) => p.p95), data.throughput.map((p) => p.p99)], duration);
   }
 
   async function workerPage(name) {
     const data = await fetchJson(`api/workers?workername=${encodeURIComponent(name)}`).catch(() => ({ [name]: {} }));
     const info = data[name] || {};
     const list = (items, render) => (Array.isArray(items) && items.length ? `<table><tbody>${items.map(render).join('')}</tbody></table>` : '<p class="muted">none</p>');
-    const taskRow = (t) => `<tr><td><a href="#/task/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.name)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td></tr>`;
+    const taskRow = (t) => `<tr><td><a href="task/${encodeURIComponent(t.id)}">${esc(t.id)}</a></td><td>${esc(t.name)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td></tr>`;
     const enc = encodeURIComponent(name);
     view.innerHTML = `<h1>${esc(name)}</h1>
       <div class="actions">
@@ -129,9 +185,9 @@
     const workers = ['All', ...overview.workers.map((w) => w.hostname)];
     const options = (values, selected) => values.map((v) => `<option${v === selected ? ' selected' : ''}>${esc(v)}</option>`).join('');
     const rows = tasks
-      .map((t) => `<tr><td><a href="#/task/${esc(t.uuid)}">${esc(t.name ?? '?')}</a><div class="mono muted">${esc(t.uuid)}</div></td>
+      .map((t) => `<tr><td><a href="task/${encodeURIComponent(t.uuid)}">${esc(t.name ?? '?')}</a><div class="mono muted">${esc(t.uuid)}</div></td>
         <td class="state ${esc(t.state)}">${esc(t.state)}</td><td class="mono">${esc(t.args)}</td><td class="mono">${esc(t.kwargs)}</td>
-        <td class="mono">${esc(t.result ?? t.exception ?? '')}</td><td>${time(t.received)}</td><td>${t.runtime === null ? '' : t.runtime.toFixed(3)}</td><td>${esc(t.worker ?? '')}</td></tr>`)
+        <td class="mono">${esc(t.result ?? t.exception ?? '')}</td><td>${time(t.received)}</td><td class="runtime">${duration(t.runtime)}</td><td>${esc(t.worker ?? '')}</td></tr>`)
       .join('');
     const focused = document.activeElement && document.activeElement.name;
     view.innerHTML = `<h1>Tasks</h1>
@@ -168,7 +224,7 @@
       return;
     }
     const resend = await fetchJson(`dashboard/task/${encodeURIComponent(id)}/resend`).catch((error) => ({ resendable: false, reason: error.message }));
-    const link = (value) => (value ? `<a href="#/task/${esc(value)}">${esc(value)}</a>` : '—');
+    const link = (value) => (value ? `<a href="task/${encodeURIComponent(value)}">${esc(value)}</a>` : '—');
     const fields = ['name', 'state', 'worker', 'args', 'kwargs', 'result', 'exception', 'retries', 'runtime', 'eta', 'expires', 'routing_key', 'client'];
     const timeline = ['sent', 'received', 'started', 'retried', 'succeeded', 'failed', 'revoked', 'rejected']
       .filter((k) => task[k])
@@ -180,7 +236,7 @@
         <button class="secondary" id="resend" ${resend.resendable || resend.needs_queue ? '' : `disabled title="${esc(resend.reason)}"`}>Send again</button></form>
         ${resend.resendable ? '' : `<span class="muted" id="resend-reason">${esc(resend.reason)}</span>`}<span id="resent">${(resentAs[id] || []).map((newId) => `sent again as ${link(newId)}`).join(', ')}</span></div>
       <dl><dt>id</dt><dd class="mono">${esc(task.uuid)}</dd>
-      ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(k === 'runtime' && task[k] !== null ? `${task[k].toFixed(6)} s` : task[k] ?? '—')}</dd>`).join('')}
+      ${fields.map((k) => `<dt>${k}</dt><dd class="${k === 'args' || k === 'kwargs' || k === 'result' ? 'mono' : ''}">${esc(k === 'runtime' && task[k] !== null ? duration(task[k]) : task[k] ?? '—')}</dd>`).join('')}
       <dt>parent</dt><dd>${link(task.parent_id)}</dd><dt>root</dt><dd>${link(task.root_id)}</dd>
       <dt>children</dt><dd>${task.children.length ? task.children.map(link).join('<br>') : '—'}</dd></dl>
       ${task.traceback ? `<h2>Traceback</h2><pre>${esc(task.traceback)}</pre>` : ''}
@@ -207,7 +263,7 @@
     const data = await fetchJson('dashboard/overview');
     view.innerHTML = `<h1>Queues</h1><div class="card" id="chart-queues"></div>
       <table id="queues"><thead><tr><th>Queue</th><th>Messages waiting</th><th>By priority step</th><th>Consumed by</th><th>ETA tasks held by workers</th><th>Delayed in the broker</th></tr></thead><tbody>
-      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td class="muted">${q.steps ? q.steps.filter((s) => s.messageCount > 0).map((s) => `${s.step}: ${s.messageCount}`).join(', ') || '—' : '—'}</td><td>${q.consumers.map((w) => `<a href="#/worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td><td>${q.delayed ?? '<span class="muted">—</span>'}</td></tr>`).join('') || '<tr><td colspan="6" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
+      ${data.queues.rows.map((q) => `<tr data-queue="${esc(q.name)}"><td>${esc(q.name)}</td><td>${q.messages ?? '—'}</td><td class="muted">${q.steps ? q.steps.filter((s) => s.messageCount > 0).map((s) => `${s.step}: ${s.messageCount}`).join(', ') || '—' : '—'}</td><td>${q.consumers.map((w) => `<a href="worker/${encodeURIComponent(w)}">${esc(w)}</a>`).join(', ') || '<span class="muted">nobody</span>'}</td><td>${q.scheduled}</td><td>${q.delayed ?? '<span class="muted">—</span>'}</td></tr>`).join('') || '<tr><td colspan="6" class="muted">No queue known yet: queues are those the workers consume.</td></tr>'}
       </tbody></table>
       <p class="muted" id="delayed-total">${data.queues.delayed ? `${data.queues.delayed.total} ETA/countdown message(s) held by the broker${data.queues.delayed.byQueue ? '' : ' (its delay ladder, every queue of the vhost together: it cannot tell them apart without consuming them)'}.` : 'This broker does not say how many delayed messages it holds.'}</p>`;
     const beats = data.beats
@@ -265,11 +321,14 @@
       for (const c of charts) c.destroy();
       charts = [];
       const { page, arg } = route();
-      for (const link of document.querySelectorAll('[data-nav]')) link.classList.toggle('active', link.dataset.nav === page || `${link.dataset.nav.replace(/s$/, '')}` === page);
+      for (const link of document.querySelectorAll('[data-nav]')) {
+        const nav = link.dataset.nav;
+        link.classList.toggle('active', nav === page || nav.replace(/s$/, '') === page || (nav === 'queues' && page === 'broker'));
+      }
       if (page === 'worker') await workerPage(arg);
       else if (page === 'tasks') await tasksPage();
       else if (page === 'task') await taskPage(arg);
-      else if (page === 'queues') await queuesPage();
+      else if (page === 'queues' || page === 'broker') await queuesPage(); // Flower's broker page lists the queues
       else if (page === 'dead-letters') await deadLettersPage();
       else await workersPage();
     } catch (error) {
@@ -283,7 +342,20 @@
     }
   }
 
-  window.addEventListener('hashchange', redraw);
+  // Links to the page's own pages move without a reload; a new tab, another site or the API behave as links do.
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest && event.target.closest('a[href]');
+    if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || link.target) return;
+    const url = new URL(link.href);
+    if (url.origin !== location.origin || !url.pathname.startsWith(base.pathname)) return;
+    if (!PAGES.has(url.pathname.slice(base.pathname.length).split('/')[0])) return;
+    event.preventDefault();
+    if (url.href !== location.href) window.history.pushState(null, '', url);
+    redraw();
+  });
+  window.addEventListener('popstate', redraw);
+  window.addEventListener('hashchange', () => fromHash() && redraw());
+  fromHash();
   const live = document.getElementById('live');
   const feed = new EventSource('api/live');
   feed.addEventListener('change', () => {

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -9,10 +10,18 @@ import { packageRoot } from '../package-root';
 const STATIC: Readonly<Record<string, readonly [file: () => string, type: string]>> = {
   'app.js': [() => join(uiDir(), 'app.js'), 'text/javascript; charset=utf-8'],
   'style.css': [() => join(uiDir(), 'style.css'), 'text/css; charset=utf-8'],
+  'favicon.svg': [() => join(uiDir(), 'favicon.svg'), 'image/svg+xml'],
   // Charts are uPlot's (small, fast, canvas): served from the installed package.
   'uplot.js': [() => join(uplotDir(), 'uPlot.iife.min.js'), 'text/javascript; charset=utf-8'],
   'uplot.css': [() => join(uplotDir(), 'uPlot.min.css'), 'text/css; charset=utf-8'],
 };
+
+/**
+ * Where the page is served: Flower's page paths (so bookmarks and alert links made for Flower keep working; its
+ * `/broker` is the queues page) and the dashboard's own pages. Any of them is the same page, which draws the one
+ * its path names.
+ */
+const PAGE_PATHS = ['/', '/workers', '/worker/*', '/tasks', '/task/*', '/broker', '/queues', '/dead-letters'] as const;
 
 /**
  * The web UI: one page (workers, a worker, tasks, a task, queues — routed in the browser), its static files, the
@@ -20,11 +29,15 @@ const STATIC: Readonly<Record<string, readonly [file: () => string, type: string
  * refreshes what it shows without a reload.
  */
 export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard, prefix: string): void {
-  server.get('/', async (request, reply) => {
-    // The page fetches relative URLs: under a prefix it must be served with its trailing slash.
-    if (prefix && request.url.split('?')[0] === prefix) return reply.redirect(`${prefix}/`);
-    return reply.type('text/html; charset=utf-8').send(await readFile(join(uiDir(), 'index.html'), 'utf8'));
-  });
+  for (const path of PAGE_PATHS) {
+    server.get(path, async (request, reply) => {
+      const requested = request.url.split('?')[0] ?? '';
+      // The page fetches relative URLs: under a prefix it must be served with its trailing slash.
+      if (prefix && requested === prefix) return reply.redirect(`${prefix}/`);
+      const html = await readFile(join(uiDir(), 'index.html'), 'utf8');
+      return reply.type('text/html; charset=utf-8').send(html.replace('<head>', `<head>\n  <base href="${pageBase(requested.slice(prefix.length))}">`));
+    });
+  }
   server.get<{ Params: { file: string } }>('/static/:file', async (request, reply) => {
     const entry = STATIC[request.params.file];
     if (!entry) return reply.code(404).send({ error: 'not found' });
@@ -33,7 +46,14 @@ export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard, 
   });
   server.get('/dashboard/overview', async () => overview(dashboard));
 
+  // Open feeds are ended when the server closes: it waits for every request to end, and a page left open never would.
+  const feeds = new Set<ServerResponse>();
+  server.addHook('preClose', (done) => {
+    for (const feed of feeds) feed.end();
+    done();
+  });
   server.get('/api/live', (request, reply) => {
+    feeds.add(reply.raw);
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     let sent = -1;
     const tick = (): void => {
@@ -47,8 +67,20 @@ export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard, 
     };
     tick();
     const timer = setInterval(tick, 1000);
-    request.raw.on('close', () => clearInterval(timer));
+    request.raw.on('close', () => {
+      clearInterval(timer);
+      feeds.delete(reply.raw);
+    });
   });
+}
+
+/**
+ * The page's base, relative to the path it is served at (`/` and `/tasks` → `./`, `/worker/x` → `../`), so that its
+ * relative URLs reach the dashboard's root whatever the page path — and also behind a proxy that strips a prefix.
+ */
+function pageBase(path: string): string {
+  const depth = path.split('/').length - 2;
+  return depth > 0 ? '../'.repeat(depth) : './';
 }
 
 /** The UI's files: `ui/` in the package, beside `src/` and `dist/`. */
