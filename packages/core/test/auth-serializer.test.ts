@@ -4,7 +4,7 @@
  * Interop with Python Celery is in packages/worker/test/signing-interop.test.ts.
  */
 import fc from 'fast-check';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -125,6 +125,22 @@ describe('the auth serializer', () => {
     expect(() => registryWith({ digest: 'md4' })).toThrow(/Unknown security digest "md4"/);
     const verifyOnly = createAuthSerializer({ store: loadCertificateStore(certs.store) });
     expect(() => verifyOnly.encode([1])).toThrow(/Cannot sign/);
+  });
+});
+
+describe("messages Python Celery signed", () => {
+  const golden = JSON.parse(readFileSync(new URL('./fixtures/celery-signed-messages.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+  const dir = join(certs.dir, 'golden');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'celery.pem'), golden['certificate'] as string);
+  const verifier = createAuthSerializer({ store: loadCertificateStore(dir) });
+
+  it('names the certificate as Celery does', () => {
+    expect(new Certificate(golden['certificate'] as string).id).toBe(golden['certificate_id']);
+  });
+
+  it.each(['celery_5_5_3', 'celery_5_2_6'])('verifies and reads what %s signed', (version) => {
+    expect(verifier.decode(Buffer.from(golden[version] as string))).toEqual(golden['value']);
   });
 });
 
