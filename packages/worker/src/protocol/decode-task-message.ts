@@ -9,8 +9,8 @@ import { defaultArgsrepr, defaultKwargsrepr } from './task-repr';
 /**
  * Decodes v2 (task header present) or v1 (body dict with `task`) — including Celery's "hybrid" bodies — into a
  * TaskMessage. Throws ContentDisallowed (from core) for content outside `accept`, SecurityError for a signed body
- * (`auth`) that fails verification, DecodeError for a body that cannot
- * be deserialized, and InvalidTaskError for everything malformed: a v2 body that is not a 3-element array
+ * (`auth`) that fails verification, DecodeError for a body that cannot be deserialized, and InvalidTaskError for
+ * everything malformed: a v2 body that is not a 3-element array
  * [args(list), kwargs(object), embed(object|null)], missing id/task, non-string task name, unparseable eta/expires,
  * wrong-typed retries/timelimit, etc. Nothing else escapes.
  */
