@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Connection } from './connection';
-import { ContentDisallowed, DecodeError, KqError } from './errors';
+import { ContentDisallowed, DecodeError, KqError, SecurityError } from './errors';
 import type { Delivery } from './message';
 import type { Queue } from './queue';
 import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
@@ -177,7 +177,7 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     try {
       body = delivery.decode(this.#options.accept ? { accept: this.#options.accept, serializers: this.#serializers } : { serializers: this.#serializers });
     } catch (error) {
-      const reason = error instanceof ContentDisallowed || error instanceof DecodeError ? error : new DecodeError(String(error), { cause: error });
+      const reason = error instanceof ContentDisallowed || error instanceof DecodeError || error instanceof SecurityError ? error : new DecodeError(String(error), { cause: error });
       if (!delivery.acknowledged) await delivery.reject().catch((rejectError: unknown) => this.emit('error', toError(rejectError), delivery));
       this.emit('rejected', delivery, reason);
       return;

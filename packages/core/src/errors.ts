@@ -39,6 +39,13 @@ export class ContentDisallowed extends KqError {
 /** The body could not be decoded with the serializer its content type names. */
 export class DecodeError extends KqError {}
 
+/**
+ * A signed message (the `auth` serializer, Celery's message signing) was refused — unsigned, signed by a certificate
+ * not in the store, or changed after it was signed — or the signing material (key, certificate, store) cannot be
+ * used. Celery's `celery.exceptions.SecurityError`.
+ */
+export class SecurityError extends KqError {}
+
 /** A value could not be serialized (a cycle, a BigInt for JSON, an unknown serializer...). */
 export class EncodeError extends KqError {}
 

@@ -24,6 +24,7 @@ import { loadOpenTelemetry } from './telemetry/open-telemetry';
 import { startPublishTrace, withTraceHeaders, type PublishTrace } from './telemetry/task-tracing';
 import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
 import { Logger } from './logger';
+import { namesSigning, registerMessageSigning, type SecuritySettings } from './message-signing';
 import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
 import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
 import { assertTimeZone } from './protocol/index';
@@ -73,6 +74,7 @@ export class App implements AppContract {
     this.name = name;
     this.conf = { ...DEFAULT_CONFIG, ...stripUndefined(normalizeSettings(config)) };
     // Misconfiguration fails here, at start-up, not as every message being rejected later.
+    if (namesSigning(this.conf)) registerMessageSigning(this.conf);
     defaultSerializers.assertAcceptList(this.conf.acceptContent);
     assertTimeZone(this.conf.timezone);
     assertDateDoneForm(this.conf.resultDateDone);
@@ -147,6 +149,20 @@ export class App implements AppContract {
    */
   periodic<A extends unknown[], R>(name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
     return definePeriodic(this, name, fn, options);
+  }
+
+  /**
+   * Celery's `app.setup_security()`: signs every task and remote-control message this app sends with the `auth`
+   * serializer and accepts only signed ones (`taskSerializer: 'auth'`, `acceptContent: ['auth']`). `options` set the
+   * security settings first (Celery's `key`, `cert`, `store`... arguments); the key, certificate and store are read
+   * now, so a missing or expired file fails here. Results are not signed (docs/security.md#signed-messages).
+   */
+  setupSecurity(options: Partial<SecuritySettings> = {}): void {
+    const settings: SecuritySettings = { ...this.conf, ...stripUndefined(options) };
+    registerMessageSigning(settings);
+    Object.assign(this.conf, settings, { taskSerializer: 'auth', acceptContent: ['auth'] });
+    // The producer was made with the old serializer.
+    this.#producer = undefined;
   }
 
   /** The broker connection (created on first use). */

@@ -120,6 +120,30 @@ export interface AppConfig {
    */
   workerEtaTaskLimit: number | null;
   timezone: string;
+  /**
+   * `security_key`: path of the PEM private key (RSA) that signs the messages this app sends with the `auth`
+   * serializer (Celery's message signing, docs/security.md#signed-messages). Used once `taskSerializer` or
+   * `acceptContent` names `auth`, or `app.setupSecurity()` is called.
+   */
+  securityKey: string | null;
+  /** `security_key_password` (Celery 5.3+): the passphrase of an encrypted `securityKey`. */
+  securityKeyPassword: string | null;
+  /** `security_certificate`: path of the PEM certificate of `securityKey`; signed messages name it as their signer. */
+  securityCertificate: string | null;
+  /**
+   * `security_cert_store`: the certificates whose signatures are trusted: a directory (every file in it) or a glob
+   * (`/etc/ssl/certs/*.pem`), one PEM certificate a file. An expired certificate in it stops the app, as in Celery.
+   */
+  securityCertStore: string | null;
+  /** `security_digest`: the digest signatures use (`sha256`, Celery's default); both sides need the same. */
+  securityDigest: string;
+  /** `security_serializer`: what serializes a message before it is signed (`json`, Celery's default). */
+  securitySerializer: string;
+  /**
+   * kq only: sign in the layout Celery 5.2–5.4 read (true), instead of Celery 5.5+'s (false, the default). The two
+   * Celery layouts cannot read each other; kq reads both whatever this says.
+   */
+  securityLegacyLayout: boolean;
   controlExchange: string;
   eventExchange: string;
 }
@@ -174,6 +198,13 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   etaStrategy: null,
   workerEtaTaskLimit: null,
   timezone: 'UTC',
+  securityKey: null,
+  securityKeyPassword: null,
+  securityCertificate: null,
+  securityCertStore: null,
+  securityDigest: 'sha256',
+  securitySerializer: 'json',
+  securityLegacyLayout: false,
   controlExchange: 'celery',
   eventExchange: 'celeryev',
 };

@@ -1,4 +1,4 @@
-import { DecodeError, OperationTimeout } from '@kq/core';
+import { DecodeError, OperationTimeout, SecurityError } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NotRegistered, Reject, SoftTimeLimitExceeded, TaskFailedError, TaskRevokedError } from '../src/errors';
@@ -37,6 +37,11 @@ describe('exceptionInfo: JS errors in Celery’s stored form', () => {
     expect(exceptionInfo(new NotRegistered('tasks.nope'))).toEqual({ exc_type: 'NotRegistered', exc_message: ['tasks.nope'], exc_module: 'celery.exceptions' });
     expect(exceptionInfo(new DecodeError('bad body'))).toMatchObject({ exc_type: 'DecodeError', exc_module: 'kombu.exceptions' });
     expect(exceptionInfo(new OperationTimeout('late'))).toMatchObject({ exc_type: 'TimeoutError', exc_module: 'builtins' });
+  });
+
+  it("stores a refused signature as Celery's SecurityError, and reads it back as kq's", () => {
+    expect(exceptionInfo(new SecurityError('Bad signature'))).toEqual({ exc_type: 'SecurityError', exc_message: ['Bad signature'], exc_module: 'celery.exceptions' });
+    expect(exceptionFromInfo({ exc_type: 'SecurityError', exc_message: ['Unknown certificate'], exc_module: 'celery.exceptions' })).toBeInstanceOf(SecurityError);
   });
 
   it('passes a remote failure on unchanged', () => {

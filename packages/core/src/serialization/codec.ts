@@ -13,6 +13,9 @@ export interface Codec {
   decode(body: Buffer): unknown;
 }
 
+/** The name of Celery's message-signing serializer (`auth`, see auth-serializer.ts). */
+export const AUTH_SERIALIZER = 'auth';
+
 const PREVIEW_BYTES = 40;
 
 /** A short, printable prefix of a body for error messages, so a log line shows what actually arrived. */

@@ -1,4 +1,4 @@
-export { type Codec } from './codec';
+export { AUTH_SERIALIZER, type Codec } from './codec';
 export { jsonCodec } from './json-codec';
 export { rawCodec } from './raw-codec';
 export { loadMsgpackCodec } from './msgpack-codec';
@@ -12,3 +12,7 @@ export {
   SerializerRegistry,
   defaultSerializers,
 } from './serializer-registry';
+export { type AuthSerializerOptions, createAuthSerializer } from './auth-serializer';
+export { Certificate } from './certificate';
+export { CertificateStore, loadCertificateStore } from './certificate-store';
+export { type SignatureDigest, signatureDigest } from './rsa-pss-signature';

@@ -1,5 +1,5 @@
 import { ContentDisallowed, EncodeError, KqError, DecodeError, SerializerNotRegistered } from '../errors';
-import type { Codec } from './codec';
+import { AUTH_SERIALIZER, type Codec } from './codec';
 import { compress, decompress, hasCompression, registerCompression } from './compression';
 import { jsonCodec } from './json-codec';
 import { loadBzip2Compression } from './bzip2-compression';
@@ -111,7 +111,7 @@ export class SerializerRegistry {
   decode(message: EncodedMessage, options: DecodeOptions = {}): unknown {
     const contentType = message.contentType || RAW_CONTENT_TYPE;
     const { accept } = options;
-    if (accept !== undefined && !this.#accepts(accept, contentType)) throw new ContentDisallowed(contentType, accept);
+    if (accept !== undefined && !this.#accepts(accept, contentType)) throw new ContentDisallowed(contentType, accept, this.#unsignedRefusal(accept, contentType));
     const codec = this.#byContentType.get(contentType);
     // Accepted or not, pickle is refused as content (Kombu's ContentDisallowed), not as a broken body: kq has no
     // unpickler (nor should it run Python's), and a caller waiting on the task learns why from that error.
@@ -183,6 +183,17 @@ export class SerializerRegistry {
       if (resolved === contentType) accepted = true;
     }
     return accepted;
+  }
+
+  /** When only signed messages are accepted, the refusal says the message is unsigned, not "add it to accept". */
+  #unsignedRefusal(accept: readonly string[], contentType: string): string | undefined {
+    const signed = this.#byName.get(AUTH_SERIALIZER)?.contentType;
+    if (signed === undefined || !accept.some((entry) => entry === AUTH_SERIALIZER || entry === signed)) return undefined;
+    return (
+      `Refusing an unsigned message (content type ${JSON.stringify(contentType)}): this consumer accepts only signed ` +
+      `messages [${accept.join(', ')}]. The sender must sign it: taskSerializer 'auth' with its securityKey and ` +
+      `securityCertificate (app.setupSecurity()), its certificate in this consumer's securityCertStore.`
+    );
   }
 
   #notRegistered(nameOrContentType: string): SerializerNotRegistered {

@@ -1,4 +1,4 @@
-import { ContentDisallowed, DecodeError, defaultSerializers, KqError } from '@kq/core';
+import { ContentDisallowed, DecodeError, defaultSerializers, KqError, SecurityError } from '@kq/core';
 import { InvalidTaskError } from '../errors';
 import { parseIsoDate } from './iso-time';
 import { describeValue, isPlainRecord, MessageFields, setOwn } from './message-fields';
@@ -8,8 +8,9 @@ import { defaultArgsrepr, defaultKwargsrepr } from './task-repr';
 
 /**
  * Decodes v2 (task header present) or v1 (body dict with `task`) — including Celery's "hybrid" bodies — into a
- * TaskMessage. Throws ContentDisallowed (from core) for content outside `accept`, DecodeError for a body that cannot
- * be deserialized, and InvalidTaskError for everything malformed: a v2 body that is not a 3-element array
+ * TaskMessage. Throws ContentDisallowed (from core) for content outside `accept`, SecurityError for a signed body
+ * (`auth`) that fails verification, DecodeError for a body that cannot be deserialized, and InvalidTaskError for
+ * everything malformed: a v2 body that is not a 3-element array
  * [args(list), kwargs(object), embed(object|null)], missing id/task, non-string task name, unparseable eta/expires,
  * wrong-typed retries/timelimit, etc. Nothing else escapes.
  */
@@ -17,7 +18,7 @@ export function decodeTaskMessage(message: EncodedTaskMessage, options: DecodeTa
   try {
     return decode(message, options);
   } catch (error) {
-    if (error instanceof InvalidTaskError || error instanceof ContentDisallowed || error instanceof DecodeError) throw error;
+    if (error instanceof InvalidTaskError || error instanceof ContentDisallowed || error instanceof DecodeError || error instanceof SecurityError) throw error;
     // An unknown content type or compression method: the body cannot be read (kombu raises the same family).
     if (error instanceof KqError) throw new DecodeError(error.message, { cause: error });
     throw new InvalidTaskError(

@@ -3,6 +3,7 @@ import {
   DecodeError,
   EncodeError,
   OperationTimeout,
+  SecurityError,
   isExceptionInfo,
   pythonRepr,
   pythonTupleRepr,
@@ -97,6 +98,7 @@ const KQ_TO_PYTHON: ReadonlyArray<readonly [ErrorClass, string, string]> = [
   [Ignore, 'Ignore', 'celery.exceptions'],
   [ChordError, 'ChordError', 'celery.exceptions'],
   [ImproperlyConfigured, 'ImproperlyConfigured', 'celery.exceptions'],
+  [SecurityError, 'SecurityError', 'celery.exceptions'],
   [DecodeError, 'DecodeError', 'kombu.exceptions'],
   [EncodeError, 'EncodeError', 'kombu.exceptions'],
   [ContentDisallowed, 'ContentDisallowed', 'kombu.exceptions'],
@@ -204,6 +206,8 @@ function celeryException(type: string, args: unknown[], message: string): Error 
       return new ChordError(message);
     case 'ImproperlyConfigured':
       return new ImproperlyConfigured(message);
+    case 'SecurityError':
+      return new SecurityError(message);
     default:
       return undefined;
   }

@@ -1,8 +1,8 @@
-import { ContentDisallowed, DecodeError, type Delivery, type ResultMeta } from '@kq/core';
+import { ContentDisallowed, DecodeError, SecurityError, type Delivery, type ResultMeta } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import { type TaskMessage } from '../protocol/index';
-import { formatDateDone } from '../results/index';
+import { exceptionInfo, formatDateDone } from '../results/index';
 
 type FailureTarget = Pick<TaskMessage, 'id' | 'name' | 'correlationId' | 'replyTo'>;
 type ExceptionRecord = { exc_type: string; exc_message: unknown[]; exc_module: string };
@@ -32,19 +32,19 @@ export async function storeFailure(app: AppContract, log: Logger, message: Failu
 }
 
 /**
- * A task message whose body was refused (content type not accepted) or could not be decoded still names its task id
- * in its headers: its FAILURE (`ContentDisallowed` / `DecodeError`) is stored. (Celery only logs these; kq does
+ * A task message whose body was refused (content type not accepted, signature not verified) or could not be decoded
+ * still names its task id in its headers: its FAILURE (`ContentDisallowed` / `SecurityError` / `DecodeError`) is stored. (Celery only logs these; kq does
  * better — see docs/wire-notes.md.)
  */
 export async function storeUnreadable(app: AppContract, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
   const id = delivery.headers['id'];
   if (typeof id !== 'string' || id === '') return;
-  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;
+  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError) && !(reason instanceof SecurityError)) return;
   const { correlationId, replyTo } = delivery.properties;
   await storeFailure(
     app,
     log,
     { id, name: String(delivery.headers['task'] ?? '?'), correlationId: correlationId ?? id, replyTo: replyTo ?? null },
-    { exc_type: reason.name, exc_message: [reason.message], exc_module: 'kombu.exceptions' },
+    exceptionInfo(reason),
   );
 }

@@ -16,6 +16,19 @@ app.conf.result_extended = os.environ.get("KQ_INTEROP_RESULT_EXTENDED") == "1"
 app.conf.event_exchange = os.environ.get("KQ_INTEROP_EVENT_EXCHANGE", "celeryev")
 if os.environ.get("KQ_INTEROP_ACCEPT"):
     app.conf.accept_content = os.environ["KQ_INTEROP_ACCEPT"].split(",")
+if os.environ.get("KQ_INTEROP_SECURITY_DIR"):
+    # Message signing as Celery's docs set it up: tasks signed with the auth serializer and only signed ones accepted.
+    # Results stay JSON (kq stores them so), which the result backend would refuse under accept_content=['auth'].
+    security = os.environ["KQ_INTEROP_SECURITY_DIR"]
+    app.conf.update(
+        security_key=os.path.join(security, "worker.key"),
+        security_certificate=os.path.join(security, "store", "worker.pem"),
+        security_cert_store=os.path.join(security, "store", "*.pem"),
+        task_serializer="auth",
+        accept_content=["auth"],
+        result_accept_content=["json"],
+    )
+    app.setup_security()
 
 
 @app.task(name="interop.py_add")
