@@ -232,6 +232,7 @@ for (const [name, errorClass] of Object.entries({
   UnknownTransport,
   TransportNotInstalled,
   DuplicatePackageCopies,
+  SecurityError,
 })) {
   brandClass(errorClass, `@kq/core:${name}`);
 }

@@ -83,6 +83,7 @@ export class TaskFailedError extends KqError {
 
 // Every error class here answers `instanceof` for its instances from another copy of @kq/worker too (see brandClass).
 for (const [name, errorClass] of Object.entries({
+  InvalidSignatureOption,
   InvalidTaskError,
   NotRegistered,
   Retry,
