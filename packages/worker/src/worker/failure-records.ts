@@ -1,4 +1,4 @@
-import { ContentDisallowed, DecodeError, type Delivery, type ResultMeta } from '@kq/core';
+import { ContentDisallowed, DecodeError, MessageTooLarge, type Delivery, type ResultMeta } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import { type TaskMessage } from '../protocol/index';
@@ -32,19 +32,20 @@ export async function storeFailure(app: AppContract, log: Logger, message: Failu
 }
 
 /**
- * A task message whose body was refused (content type not accepted) or could not be decoded still names its task id
- * in its headers: its FAILURE (`ContentDisallowed` / `DecodeError`) is stored. (Celery only logs these; kq does
- * better — see docs/wire-notes.md.)
+ * A task message whose body was refused (content type not accepted, over `maxMessageSize`) or could not be decoded
+ * still names its task id in its headers: its FAILURE (`ContentDisallowed` / `DecodeError` / `MessageTooLarge`) is
+ * stored. (Celery only logs these; kq does better — see docs/wire-notes.md.)
  */
 export async function storeUnreadable(app: AppContract, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
   const id = delivery.headers['id'];
   if (typeof id !== 'string' || id === '') return;
-  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError)) return;
+  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError) && !(reason instanceof MessageTooLarge)) return;
   const { correlationId, replyTo } = delivery.properties;
   await storeFailure(
     app,
     log,
     { id, name: String(delivery.headers['task'] ?? '?'), correlationId: correlationId ?? id, replyTo: replyTo ?? null },
-    { exc_type: reason.name, exc_message: [reason.message], exc_module: 'kombu.exceptions' },
+    // MessageTooLarge is kq's own: Python has no such class, and Celery rebuilds one under that name from it.
+    { exc_type: reason.name, exc_message: [reason.message], exc_module: reason instanceof MessageTooLarge ? 'kq.exceptions' : 'kombu.exceptions' },
   );
 }
