@@ -5,6 +5,7 @@
 import { MemoryBroker, MessageTooLarge, QueueNotFound } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { App } from '../src/app';
+import { InvalidTaskError } from '../src/errors';
 import { Logger } from '../src/logger';
 import { encodeTaskMessage } from '../src/protocol/index';
 import { EtaTimer } from '../src/worker/eta-timer';
@@ -51,6 +52,12 @@ describe('message limits on memory://', () => {
     await expect(app.sendTasks([{ name: 'limits.echo', args: ['x'.repeat(5000)] }])).rejects.toThrow(MessageTooLarge);
     // Refused before anything reached the broker: not even the queue was declared.
     await expect((await app.connection.channel()).checkQueue('celery')).rejects.toThrow(QueueNotFound);
+  });
+
+  it('sendTask refuses a countdown or expires no worker could read, saying which', async () => {
+    await expect(app.sendTask('limits.echo', [], {}, { countdown: 1e300 })).rejects.toThrow(/The countdown \(1e\+300 seconds\) gives a date no worker can read/);
+    await expect(app.sendTask('limits.echo', [], {}, { expires: Number.POSITIVE_INFINITY })).rejects.toThrow(/The expires \(Infinity seconds\)/);
+    await expect(app.sendTask('limits.echo', [], {}, { countdown: Number.NaN })).rejects.toThrow(InvalidTaskError);
   });
 
   it('a worker rejects an oversize message unread, stores its FAILURE, and runs the next one', async () => {
