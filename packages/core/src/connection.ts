@@ -1,5 +1,6 @@
 import { BrokerUnreachable, KqError } from './errors';
 import { Exchange } from './exchange';
+import { DEFAULT_MAX_MESSAGE_SIZE, validMaxMessageSize } from './message-size';
 import { type Queue } from './queue';
 import { DEFAULT_RETRY_POLICY, retryAfterFailure, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 import { sanitizeUrl } from './sanitize-url';
@@ -17,6 +18,12 @@ export interface ConnectionOptions {
   connectRetryPolicy?: RetryPolicy;
   /** Default policy of `ensure()`. Default: Celery's publish policy (3 retries, 0/0.2/0.4 s... capped at 1 s). */
   retryPolicy?: RetryPolicy;
+  /**
+   * Largest message body in bytes, as sent: producers refuse a larger one (`MessageTooLarge`), consumers reject it
+   * unread, and a compressed body may not inflate past it. Default {@link DEFAULT_MAX_MESSAGE_SIZE} (64 MiB); null for
+   * no limit.
+   */
+  maxMessageSize?: number | null;
 }
 
 const DEFAULT_CONNECT_POLICY: RetryPolicy = { maxRetries: undefined, intervalStart: 0, intervalStep: 1000, intervalMax: 30_000, jitter: 0.2 };
@@ -34,6 +41,8 @@ export type ConnectionEvents = TransportEvents & {
  */
 export class Connection extends TypedEmitter<ConnectionEvents> {
   readonly url: string | undefined;
+  /** The `maxMessageSize` producers and consumers on this connection enforce (null: none). */
+  readonly maxMessageSize: number | null;
   readonly #options: ConnectionOptions;
   #transport: Transport | undefined;
   #transportPromise: Promise<Transport> | undefined;
@@ -48,6 +57,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   constructor(broker: string | Transport, options: ConnectionOptions = {}) {
     super();
     this.#options = options;
+    this.maxMessageSize = options.maxMessageSize === undefined ? DEFAULT_MAX_MESSAGE_SIZE : validMaxMessageSize(options.maxMessageSize, 'The connection option');
     if (typeof broker === 'string') {
       this.url = broker;
     } else {

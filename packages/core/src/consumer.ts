@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Connection } from './connection';
-import { ContentDisallowed, DecodeError, KqError, SecurityError } from './errors';
+import { DecodeError, isUnreadableContent, KqError } from './errors';
 import type { Delivery } from './message';
+import { assertMessageSize } from './message-size';
 import type { Queue } from './queue';
 import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
 import type { Channel, ConsumerHandle } from './transport';
@@ -164,7 +165,23 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     }
   }
 
+  /** Rejects (dead-letters) a delivery the consumer will not hand over, saying why. */
+  async #reject(delivery: Delivery, reason: Error): Promise<void> {
+    if (!delivery.acknowledged) {
+      await delivery.reject(`${reason.name}: ${reason.message}`).catch((rejectError: unknown) => this.emit('error', toError(rejectError), delivery));
+    }
+    this.emit('rejected', delivery, reason);
+  }
+
   async #receive(delivery: Delivery): Promise<void> {
+    const limit = this.connection.maxMessageSize;
+    // Checked before anything reads the body, in both modes: a hostile producer's giant body goes no further.
+    try {
+      assertMessageSize(delivery.body, limit);
+    } catch (error) {
+      await this.#reject(delivery, toError(error));
+      return;
+    }
     if (this.#options.decode === false) {
       try {
         await this.#options.onMessage(delivery.body, delivery);
@@ -175,11 +192,13 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     }
     let body: unknown;
     try {
-      body = delivery.decode(this.#options.accept ? { accept: this.#options.accept, serializers: this.#serializers } : { serializers: this.#serializers });
+      body = delivery.decode({
+        serializers: this.#serializers,
+        ...(this.#options.accept ? { accept: this.#options.accept } : {}),
+        ...(limit === null ? {} : { maxDecompressedSize: limit }),
+      });
     } catch (error) {
-      const reason = error instanceof ContentDisallowed || error instanceof DecodeError || error instanceof SecurityError ? error : new DecodeError(String(error), { cause: error });
-      if (!delivery.acknowledged) await delivery.reject().catch((rejectError: unknown) => this.emit('error', toError(rejectError), delivery));
-      this.emit('rejected', delivery, reason);
+      await this.#reject(delivery, isUnreadableContent(error) ? error : new DecodeError(String(error), { cause: error }));
       return;
     }
     try {

@@ -72,6 +72,30 @@ export class MessageStateError extends KqError {}
  */
 export class StaleDeliveryError extends KqError {}
 
+/**
+ * A message body is over the `maxMessageSize` limit: refused on publish before anything reaches the broker, and on
+ * receive rejected (dead-lettered where the queue has that) before its body is decoded. A compressed body counts
+ * twice: as sent, and as it inflates, so a small zip bomb is refused too.
+ */
+export class MessageTooLarge extends KqError {
+  constructor(
+    /** Bytes of the body (as sent; when `inflated`, at least the bytes it would inflate to). */
+    readonly size: number,
+    readonly limit: number,
+    readonly inflated = false,
+  ) {
+    super(
+      `The message body ${inflated ? `inflates to more than ${formatBytes(limit)}` : `is ${formatBytes(size)}`}, over the ` +
+        `maxMessageSize limit of ${formatBytes(limit)}. Send a reference to large data (a URL, a storage key) instead of ` +
+        `the data, or raise maxMessageSize (bytes; null for no limit) on the senders and the workers alike.`,
+    );
+  }
+}
+
+function formatBytes(bytes: number): string {
+  return `${bytes.toLocaleString('en-US')} bytes`;
+}
+
 /** An exchange that was never declared was named in a publish or bind. */
 export class ExchangeNotFound extends KqError {
   constructor(readonly exchange: string) {
@@ -188,6 +212,15 @@ export class DuplicatePackageCopies extends KqError {
   }
 }
 
+/**
+ * True for the reasons a message's body is refused unread: content not accepted, a signature that does not verify, a
+ * body past the size limit, or one that cannot be decoded. The consumer rejects such a message; the worker stores the
+ * task's FAILURE from it.
+ */
+export function isUnreadableContent(error: unknown): error is ContentDisallowed | DecodeError | SecurityError | MessageTooLarge {
+  return error instanceof ContentDisallowed || error instanceof DecodeError || error instanceof SecurityError || error instanceof MessageTooLarge;
+}
+
 /** True for errors that `Connection.ensure()` should retry. */
 export function isRecoverable(error: unknown): boolean {
   if (error instanceof KqError) return error.recoverable;
@@ -217,6 +250,7 @@ for (const [name, errorClass] of Object.entries({
   SerializerNotRegistered,
   OptionalDependencyMissing,
   MessageStateError,
+  MessageTooLarge,
   StaleDeliveryError,
   ExchangeNotFound,
   QueueNotFound,

@@ -67,6 +67,7 @@ export { Connection, declareEntity, type ConnectionEvents, type ConnectionOption
 export { backoffCountdown } from './exponential-backoff';
 export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
+export { DEFAULT_MAX_MESSAGE_SIZE, assertMessageSize } from './message-size';
 export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer';
 
 export * from './serialization/index';

@@ -57,6 +57,8 @@ export interface DecodeOptions {
   /** Content types (or serializer names) the caller accepts; anything else raises `ContentDisallowed` undecoded. */
   accept?: readonly string[];
   serializers?: SerializerRegistry;
+  /** Most bytes a compressed body may inflate to (`maxMessageSize`); past it, `MessageTooLarge`. */
+  maxDecompressedSize?: number;
 }
 
 /** A received message. Exactly one of `ack()`, `reject()` or `requeue()` may be called, once. */
@@ -152,7 +154,10 @@ export abstract class BaseDelivery implements Delivery {
     const compression = typeof this.headers['compression'] === 'string' ? this.headers['compression'] : undefined;
     return serializers.decode(
       { body: this.body, contentType: this.contentType, contentEncoding: this.contentEncoding, compression },
-      options.accept ? { accept: options.accept } : {},
+      {
+        ...(options.accept ? { accept: options.accept } : {}),
+        ...(options.maxDecompressedSize === undefined ? {} : { maxDecompressedSize: options.maxDecompressedSize }),
+      },
     ) as T;
   }
 

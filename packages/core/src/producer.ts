@@ -1,6 +1,7 @@
 import type { Connection, Entity } from './connection';
 import { Exchange } from './exchange';
 import type { DeliveryMode, Headers, MessageProperties, OutgoingMessage } from './message';
+import { assertMessageSize } from './message-size';
 import type { RetryPolicy } from './retry-policy';
 import { compress } from './serialization/compression';
 import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
@@ -76,9 +77,11 @@ export class Producer {
 
   /**
    * Publishes an already-built message (a Celery task message, say), declaring `declare` first and retrying
-   * recoverable failures unless `retry: false`.
+   * recoverable failures unless `retry: false`. A body over the connection's `maxMessageSize` is refused with
+   * `MessageTooLarge` before anything is sent.
    */
   async publishMessage(message: OutgoingMessage, params: MessagePublishParams = {}): Promise<void> {
+    assertMessageSize(message.body, this.connection.maxMessageSize);
     return this.#send(params, (channel, exchange, routingKey, options) => channel.publish(exchange, routingKey, message, options));
   }
 
@@ -89,6 +92,8 @@ export class Producer {
    */
   async publishMessages(messages: readonly OutgoingMessage[], params: MessagePublishParams = {}): Promise<void> {
     if (messages.length === 0) return;
+    // All or none: one oversize message refuses the batch before any of it is sent.
+    for (const message of messages) assertMessageSize(message.body, this.connection.maxMessageSize);
     return this.#send(params, async (channel, exchange, routingKey, options) => {
       if (channel.publishBatch) return channel.publishBatch(exchange, routingKey, messages, options);
       await Promise.all(messages.map((message) => channel.publish(exchange, routingKey, message, options)));

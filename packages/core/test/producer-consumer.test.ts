@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Connection } from '../src/connection';
 import { Consumer } from '../src/consumer';
-import { ConnectionLost } from '../src/errors';
+import { ConnectionLost, KqError, MessageTooLarge } from '../src/errors';
+import { DEFAULT_MAX_MESSAGE_SIZE } from '../src/message-size';
 import { Exchange } from '../src/exchange';
 import { MemoryBroker } from '../src/memory/memory-broker';
 import { MemoryTransport } from '../src/memory/memory-transport';
@@ -247,6 +248,76 @@ describe('Producer.publishMessages', () => {
     expect(fresh).not.toBe(channel);
     expect((await fresh.get('q'))?.decode()).toBe('a');
     expect((await fresh.get('q'))?.decode()).toBe('b');
+    await connection.close();
+  });
+});
+
+describe('maxMessageSize', () => {
+  afterEach(() => MemoryBroker.reset('max-size'));
+
+  it('refuses an oversize body on publish, naming its size, the limit and the setting, before anything is sent', async () => {
+    const connection = new Connection('memory://max-size', { maxMessageSize: 1000 });
+    const queue = new Queue('max-size.q');
+    await connection.declare(queue);
+    const producer = new Producer(connection);
+    const oversize = producer.prepare('x'.repeat(1000)); // 1,002 bytes of JSON
+    await expect(producer.publishMessage(oversize, { routingKey: 'max-size.q' })).rejects.toThrow(MessageTooLarge);
+    await expect(producer.publish('x'.repeat(1000), { routingKey: 'max-size.q' })).rejects.toThrow(
+      /is 1,002 bytes, over the maxMessageSize limit of 1,000 bytes\. .*raise maxMessageSize/,
+    );
+    // A batch is all or none.
+    await expect(producer.publishMessages([producer.prepare('ok'), oversize], { routingKey: 'max-size.q' })).rejects.toThrow(MessageTooLarge);
+    await producer.publish('x'.repeat(998), { routingKey: 'max-size.q' });
+    expect((await (await connection.channel()).checkQueue('max-size.q')).messageCount).toBe(1);
+    await connection.close();
+  });
+
+  it('defaults to 64 MiB, takes null for no limit, and refuses a limit that is not a positive number of bytes', () => {
+    expect(new Connection('memory://max-size').maxMessageSize).toBe(DEFAULT_MAX_MESSAGE_SIZE);
+    expect(DEFAULT_MAX_MESSAGE_SIZE).toBe(64 * 1024 * 1024);
+    expect(new Connection('memory://max-size', { maxMessageSize: null }).maxMessageSize).toBeNull();
+    expect(() => new Connection('memory://max-size', { maxMessageSize: 0 })).toThrow(/maxMessageSize must be a positive whole number of bytes/);
+    expect(() => new Connection('memory://max-size', { maxMessageSize: 1.5 })).toThrow(KqError);
+  });
+
+  it('rejects an oversize or exploding body on receive, unread and with the reason, and keeps consuming', async () => {
+    // The sender has no limit (a hostile or misconfigured producer); the consumer's connection has one.
+    const sender = new Connection('memory://max-size', { maxMessageSize: null });
+    const connection = new Connection('memory://max-size', { maxMessageSize: 1000 });
+    const dlx = new Exchange('max-size.dlx', { type: 'fanout' });
+    const dead = new Queue('max-size.dead', { exchange: dlx });
+    const queue = new Queue('max-size.in', { deadLetterExchange: 'max-size.dlx' });
+    for (const entity of [dlx, dead, queue]) await connection.declare(entity);
+    for (const decode of [true, false]) {
+      const received: unknown[] = [];
+      const rejected: Error[] = [];
+      const consumer = new Consumer(connection, {
+        queues: [queue],
+        decode,
+        onMessage: async (body, delivery) => {
+          received.push(decode ? body : 'raw');
+          await delivery.ack();
+        },
+      });
+      consumer.on('rejected', (_delivery, reason) => rejected.push(reason));
+      await consumer.consume();
+      const producer = new Producer(sender);
+      await producer.publish('x'.repeat(2000), { routingKey: 'max-size.in' });
+      // 40 bytes of zlib inflating to 100 KB: the size as sent passes, the inflated size does not.
+      if (decode) await producer.publish('0'.repeat(100_000), { routingKey: 'max-size.in', compression: 'zlib' });
+      await producer.publish('small', { routingKey: 'max-size.in' });
+      await waitFor(() => received.length === 1 && rejected.length === (decode ? 2 : 1));
+      expect(received).toEqual([decode ? 'small' : 'raw']);
+      expect(rejected.every((reason) => reason instanceof MessageTooLarge)).toBe(true);
+      expect(rejected.map((reason) => reason.message)).toEqual(
+        decode ? [expect.stringMatching(/is 2,002 bytes, over/), expect.stringMatching(/inflates to more than 1,000 bytes/)] : [expect.stringMatching(/is 2,002 bytes/)],
+      );
+      await consumer.cancel();
+    }
+    const channel = await connection.channel();
+    const parked = (await channel.get('max-size.dead'))!;
+    expect(parked.body.length).toBe(2002);
+    await sender.close();
     await connection.close();
   });
 });

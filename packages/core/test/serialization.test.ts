@@ -10,9 +10,10 @@ import {
   compress,
   decompress,
   hasCompression,
+  loadBzip2Compression,
   type Codec,
 } from '../src/serialization';
-import { ContentDisallowed, DecodeError, EncodeError, OptionalDependencyMissing, SerializerNotRegistered } from '../src/errors';
+import { ContentDisallowed, DecodeError, EncodeError, MessageTooLarge, OptionalDependencyMissing, SerializerNotRegistered } from '../src/errors';
 
 /**
  * The body captured from kombu 5.6.3: `echo.delay(datetime, b'ab', UUID(int=1), Decimal('1.5'), d=date)`
@@ -273,6 +274,32 @@ describe('compression', () => {
     expect(() => compress(Buffer.from('x'), 'application/x-bz2')).toThrow(SerializerNotRegistered);
     expect(() => decompress(Buffer.from('x'), 'lzma')).toThrow(SerializerNotRegistered);
     expect(() => decompress(Buffer.from('not zlib'), 'zlib')).toThrow(DecodeError);
+  });
+
+  it('stops a zip bomb at the limit without inflating it whole (zlib, brotli, bzip2)', async () => {
+    const bzip2 = await loadBzip2Compression();
+    const inflated = Buffer.alloc(1_000_000, 0x30);
+    for (const [method, packed] of [
+      ['zlib', compress(inflated, 'zlib').body],
+      ['brotli', compress(inflated, 'brotli').body],
+      // compressjs is slow to compress a megabyte (pure JavaScript); a tenth of it shows the same.
+      ['bzip2', bzip2.compress(inflated.subarray(0, 100_000))],
+    ] as const) {
+      expect(packed.length).toBeLessThan(2000);
+      if (method === 'bzip2') {
+        expect(() => bzip2.decompress(packed, 10_000)).toThrow(MessageTooLarge);
+        expect(bzip2.decompress(packed, 100_000).equals(inflated.subarray(0, 100_000))).toBe(true);
+        continue;
+      }
+      expect(() => decompress(packed, method, 10_000)).toThrow(MessageTooLarge);
+      expect(() => decompress(packed, method, 10_000)).toThrow(/inflates to more than 10,000 bytes, over the maxMessageSize limit/);
+      expect(decompress(packed, method, 1_000_000).equals(inflated)).toBe(true);
+    }
+    const registry = new SerializerRegistry();
+    registry.register(jsonCodec);
+    const body = compress(Buffer.from(JSON.stringify('0'.repeat(100_000))), 'zlib').body;
+    expect(() => registry.decode({ body, contentType: 'application/json', compression: 'zlib' }, { maxDecompressedSize: 1000 })).toThrow(MessageTooLarge);
+    expect(registry.decode({ body, contentType: 'application/json', compression: 'zlib' })).toHaveLength(100_000);
   });
 });
 

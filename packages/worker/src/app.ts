@@ -170,6 +170,7 @@ export class App implements AppContract {
     this.#connection ??= new Connection(this.conf.broker, {
       transportOptions: this.conf.brokerTransportOptions,
       retryPolicy: this.conf.taskPublishRetryPolicy,
+      maxMessageSize: this.conf.maxMessageSize,
       // Celery's worker: 2 s, 4 s, 6 s … at most 30 s apart, `broker_connection_max_retries` times.
       connectRetryPolicy: {
         ...(this.conf.brokerConnectionMaxRetries === null ? {} : { maxRetries: this.conf.brokerConnectionMaxRetries }),

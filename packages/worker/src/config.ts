@@ -1,5 +1,5 @@
 import type { LogFormat } from './logger';
-import type { Queue, QueueType, RetryPolicy } from '@kq/core';
+import { DEFAULT_MAX_MESSAGE_SIZE, type Queue, type QueueType, type RetryPolicy } from '@kq/core';
 
 /** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */
 export interface Route {
@@ -31,6 +31,12 @@ export interface AppConfig {
   /** `result_backend`: `redis://…`, `rpc://`, `memory://`, or null for none. */
   backend: string | null;
   brokerTransportOptions: Record<string, unknown>;
+  /**
+   * Largest task message body, in bytes as sent (kq only: Celery has no such setting). `sendTask` refuses a larger one
+   * with `MessageTooLarge`; a worker rejects one unread (to the dead-letter queue, with the reason), and a compressed
+   * body may not inflate past it. Default 64 MiB; null for no limit (compressed bodies still stop at 512 MiB).
+   */
+  maxMessageSize: number | null;
   /**
    * `broker_connection_max_retries`: connect attempts before a worker gives up on an unreachable broker, each one
    * logged (2 s, 4 s, … up to 30 s apart, as Celery); null retries for ever. One-shot CLI commands try once.
@@ -152,6 +158,7 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   broker: 'memory://',
   backend: null,
   brokerTransportOptions: {},
+  maxMessageSize: DEFAULT_MAX_MESSAGE_SIZE,
   brokerConnectionMaxRetries: 100,
   resultBackendTransportOptions: {},
   taskDefaultQueue: 'celery',

@@ -1,5 +1,6 @@
 import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
 import type { AppContract } from './app-contract';
+import { InvalidTaskError } from './errors';
 import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from './protocol/index';
 import type { ApplyOptions, SignatureLike, TaskEmbed } from './apply-options';
 import { currentTask } from './current-task';
@@ -39,9 +40,9 @@ export function prepareTaskMessage(
   const route = app.router.route(options.routeName ?? name, args, kwargs, options);
   const zone = app.conf.timezone;
   const eta =
-    options.eta !== undefined ? toDate(options.eta, zone) : options.countdown !== undefined ? new Date(nowMs + options.countdown * 1000) : null;
+    options.eta !== undefined ? toDate(options.eta, zone) : options.countdown !== undefined ? secondsFrom(nowMs, options.countdown, 'countdown') : null;
   const expires =
-    options.expires === undefined ? null : typeof options.expires === 'number' ? new Date(nowMs + options.expires * 1000) : toDate(options.expires, zone);
+    options.expires === undefined ? null : typeof options.expires === 'number' ? secondsFrom(nowMs, options.expires, 'expires') : toDate(options.expires, zone);
   const encodeOptions: EncodeTaskOptions = {
     serializer: options.serializer ?? app.conf.taskSerializer,
     deliveryMode: app.conf.taskDefaultDeliveryMode,
@@ -91,4 +92,17 @@ export function signaturesJson(value: SignatureLike | readonly SignatureLike[] |
   if (value === undefined) return null;
   const list = Array.isArray(value) ? (value as readonly SignatureLike[]) : [value as SignatureLike];
   return list.map((signature) => signature.toJSON());
+}
+
+/** `seconds` after `nowMs` as a Date, refusing what no Celery worker can read (Python datetimes end in year 9999). */
+function secondsFrom(nowMs: number, seconds: number, option: 'countdown' | 'expires'): Date {
+  const date = new Date(nowMs + seconds * 1000);
+  const year = date.getUTCFullYear();
+  if (!Number.isFinite(seconds) || Number.isNaN(date.getTime()) || year < 1 || year > 9999) {
+    throw new InvalidTaskError(
+      `The ${option} (${seconds} seconds) gives a date no worker can read (Python datetimes cover the years 1 to 9999). ` +
+        `Give a ${option} that ends before the year 10000, or none.`,
+    );
+  }
+  return date;
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { deflateSync } from 'node:zlib';
-import { ContentDisallowed, DecodeError } from '@kq/core';
+import { ContentDisallowed, DecodeError, MessageTooLarge } from '@kq/core';
 import { InvalidTaskError } from '../src/errors';
 import { decodeTaskMessage, encodeTaskMessage, type EncodedTaskMessage } from '../src/protocol/index';
 
@@ -17,6 +17,9 @@ const message = (over: Partial<EncodedTaskMessage> = {}): EncodedTaskMessage => 
   properties: { correlationId: ID },
   ...over,
 });
+
+/** `depth` lists, one inside the other: the body's args at 1 + depth levels. */
+const nest = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 type ErrorClass = typeof InvalidTaskError | typeof ContentDisallowed | typeof DecodeError;
 
@@ -66,6 +69,10 @@ const table: Array<[string, EncodedTaskMessage, ErrorClass, RegExp]> = [
   ['corrupt zlib data', message({ headers: headers({ compression: 'application/x-gzip' }), body: Buffer.from('not zlib') }), DecodeError, /Cannot decompress/],
   ['an unknown compression', message({ headers: headers({ compression: 'application/x-bz2' }), body: Buffer.from('BZh') }), DecodeError, /No compression method/],
   ['an unknown content type (no accept list)', message({ contentType: 'application/x-frob' }), DecodeError, /No serializer is registered/],
+  ['args nested 1001 deep', message({ body: Buffer.from(`[${nest(1000)}, {}, null]`) }), InvalidTaskError, /body nests deeper than 1000 levels/],
+  ['kwargs nested 100,000 deep', message({ body: Buffer.from(`[[], ${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}, null]`) }), InvalidTaskError, /body nests deeper than 1000/],
+  ['a small compressed body nesting deep', message({ headers: headers({ compression: 'zlib' }), body: deflateSync(`[${nest(5000)}, {}, null]`) }), InvalidTaskError, /body nests deeper/],
+  ['a header nested 1001 deep', message({ headers: headers({ custom: JSON.parse(nest(1000)) as unknown }) }), InvalidTaskError, /headers nest deeper than 1000/],
 ];
 
 describe('malformed task messages', () => {
@@ -142,6 +149,16 @@ describe('malformed task messages', () => {
     expect(decodeTaskMessage(naive).eta).toEqual(new Date('2026-01-15T12:00:00Z'));
     expect(decodeTaskMessage(naive, { timezone: 'Europe/Berlin' }).eta).toEqual(new Date('2026-01-15T11:00:00Z'));
     expect(() => decodeTaskMessage(naive, { timezone: 'Mars/Olympus' })).toThrow(/Unknown time zone "Mars\/Olympus"/);
+  });
+
+  it('reads nesting up to 1000 levels, as deep as a Python client can send', () => {
+    expect(decodeTaskMessage(message({ body: Buffer.from(`[${nest(999)}, {}, null]`) })).args).toHaveLength(1);
+  });
+
+  it('stops a compressed body inflating past maxDecompressedSize, before it is parsed', () => {
+    const bomb = message({ headers: headers({ compression: 'zlib' }), body: deflateSync(`[["${'0'.repeat(100_000)}"], {}, null]`) });
+    expect(() => decodeTaskMessage(bomb, { maxDecompressedSize: 10_000 })).toThrow(MessageTooLarge);
+    expect(decodeTaskMessage(bomb, { maxDecompressedSize: 200_000 }).args).toHaveLength(1);
   });
 
   it('decodes compressed bodies', () => {

@@ -1,11 +1,15 @@
 import { brotliCompressSync, brotliDecompressSync, deflateSync, inflateSync } from 'node:zlib';
-import { DecodeError, KqError, SerializerNotRegistered } from '../errors';
+import { DecodeError, KqError, MessageTooLarge, SerializerNotRegistered } from '../errors';
 
 /** A body compression method; `contentType` is the value of the message's `compression` header. */
 export interface CompressionMethod {
   readonly contentType: string;
   compress(body: Buffer): Buffer;
-  decompress(body: Buffer): Buffer;
+  /**
+   * Inflates `body`, stopping with {@link MessageTooLarge} once the output would pass `maxOutputLength` bytes (the
+   * output is never held whole first). A method without the argument is checked only once it has inflated all.
+   */
+  decompress(body: Buffer, maxOutputLength?: number): Buffer;
 }
 
 const methods = new Map<string, CompressionMethod>();
@@ -27,13 +31,20 @@ export function compress(body: Buffer, method: string): { body: Buffer; compress
   return { body: m.compress(body), compression: m.contentType };
 }
 
-/** Decompresses a body according to its `compression` header; corrupt data is a `DecodeError`. */
-export function decompress(body: Buffer, compression: string): Buffer {
+/**
+ * Decompresses a body according to its `compression` header; corrupt data is a `DecodeError`, output past
+ * `maxOutputLength` bytes (default {@link MAX_DECOMPRESSED_BYTES}) a `MessageTooLarge`.
+ */
+export function decompress(body: Buffer, compression: string, maxOutputLength: number = MAX_DECOMPRESSED_BYTES): Buffer {
   const m = lookup(compression);
+  const limit = Math.min(maxOutputLength, MAX_DECOMPRESSED_BYTES);
   try {
-    return m.decompress(body);
+    const inflated = m.decompress(body, limit);
+    if (inflated.length > limit) throw new MessageTooLarge(inflated.length, limit, true);
+    return inflated;
   } catch (error) {
     if (error instanceof KqError) throw error;
+    if ((error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new MessageTooLarge(limit + 1, limit, true);
     throw new DecodeError(
       `Cannot decompress a body with compression ${JSON.stringify(compression)}: ${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
@@ -64,7 +75,7 @@ registerCompression(
   {
     contentType: 'application/x-gzip',
     compress: (body) => deflateSync(body),
-    decompress: (body) => inflateSync(body, { maxOutputLength: MAX_DECOMPRESSED_BYTES }),
+    decompress: (body, maxOutputLength = MAX_DECOMPRESSED_BYTES) => inflateSync(body, { maxOutputLength }),
   },
   ['zlib', 'gzip'],
 );
@@ -73,7 +84,7 @@ registerCompression(
   {
     contentType: 'application/x-brotli',
     compress: (body) => brotliCompressSync(body),
-    decompress: (body) => brotliDecompressSync(body, { maxOutputLength: MAX_DECOMPRESSED_BYTES }),
+    decompress: (body, maxOutputLength = MAX_DECOMPRESSED_BYTES) => brotliDecompressSync(body, { maxOutputLength }),
   },
   ['brotli'],
 );

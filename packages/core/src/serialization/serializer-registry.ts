@@ -31,6 +31,8 @@ export interface DecodeOptions {
    * else is refused with `ContentDisallowed` before the body is decompressed or parsed. Absent = accept everything.
    */
   accept?: readonly string[];
+  /** Most bytes a compressed body may inflate to (`maxMessageSize`); past it, `MessageTooLarge`. Default 512 MiB. */
+  maxDecompressedSize?: number;
 }
 
 /** Serializer names kombu knows, so accept lists written for Python resolve even when kq has no such codec loaded. */
@@ -116,7 +118,7 @@ export class SerializerRegistry {
     // Accepted or not, pickle is refused as content (Kombu's ContentDisallowed), not as a broken body: kq has no
     // unpickler (nor should it run Python's), and a caller waiting on the task learns why from that error.
     if (codec === undefined && contentType === PICKLE_CONTENT_TYPE) throw new ContentDisallowed(contentType, accept ?? [], PICKLE_REFUSED);
-    const body = message.compression ? decompress(message.body, message.compression) : message.body;
+    const body = message.compression ? decompress(message.body, message.compression, options.maxDecompressedSize) : message.body;
     if (body.length === 0) return body;
     if (codec === undefined) {
       if (contentType === RAW_CONTENT_TYPE) return body;

@@ -1,6 +1,7 @@
-import { ContentDisallowed, DecodeError, defaultSerializers, KqError, SecurityError } from '@kq/core';
+import { DecodeError, defaultSerializers, isUnreadableContent, KqError } from '@kq/core';
 import { InvalidTaskError } from '../errors';
 import { parseIsoDate } from './iso-time';
+import { nestingDeeperThan, MAX_NESTING_DEPTH } from './nesting-depth';
 import { describeValue, isPlainRecord, MessageFields, setOwn } from './message-fields';
 import { PROTOCOL_HEADER_KEYS } from './protocol-headers';
 import type { DecodeTaskOptions, EncodedTaskMessage, TaskMessage } from './task-message-types';
@@ -9,16 +10,17 @@ import { defaultArgsrepr, defaultKwargsrepr } from './task-repr';
 /**
  * Decodes v2 (task header present) or v1 (body dict with `task`) — including Celery's "hybrid" bodies — into a
  * TaskMessage. Throws ContentDisallowed (from core) for content outside `accept`, SecurityError for a signed body
- * (`auth`) that fails verification, DecodeError for a body that cannot be deserialized, and InvalidTaskError for
- * everything malformed: a v2 body that is not a 3-element array
- * [args(list), kwargs(object), embed(object|null)], missing id/task, non-string task name, unparseable eta/expires,
- * wrong-typed retries/timelimit, etc. Nothing else escapes.
+ * (`auth`) that fails verification, DecodeError for a body that cannot be deserialized, MessageTooLarge for a
+ * compressed body inflating past `maxDecompressedSize` (together: core's `isUnreadableContent`), and InvalidTaskError
+ * for everything malformed: a v2 body that is not a 3-element array [args(list), kwargs(object),
+ * embed(object|null)], missing id/task, non-string task name, unparseable eta/expires, wrong-typed retries/timelimit,
+ * nesting deeper than {@link MAX_NESTING_DEPTH}, etc. Nothing else escapes.
  */
 export function decodeTaskMessage(message: EncodedTaskMessage, options: DecodeTaskOptions = {}): TaskMessage {
   try {
     return decode(message, options);
   } catch (error) {
-    if (error instanceof InvalidTaskError || error instanceof ContentDisallowed || error instanceof DecodeError || error instanceof SecurityError) throw error;
+    if (error instanceof InvalidTaskError || isUnreadableContent(error)) throw error;
     // An unknown content type or compression method: the body cannot be read (kombu raises the same family).
     if (error instanceof KqError) throw new DecodeError(error.message, { cause: error });
     throw new InvalidTaskError(
@@ -34,16 +36,31 @@ function decode(message: EncodedTaskMessage, options: DecodeTaskOptions): TaskMe
   const compression = headers.compression;
   const serializers = options.serializers ?? defaultSerializers;
   const hasTaskHeader = Object.hasOwn(headers, 'task');
+  const compressed = typeof compression === 'string' && compression !== '';
 
   const payload = serializers.decode(
     {
       body: message.body,
       contentType: message.contentType,
       contentEncoding: message.contentEncoding,
-      compression: typeof compression === 'string' && compression !== '' ? compression : undefined,
+      compression: compressed ? compression : undefined,
     },
-    options.accept === undefined ? {} : { accept: options.accept },
+    {
+      ...(options.accept === undefined ? {} : { accept: options.accept }),
+      ...(options.maxDecompressedSize === undefined ? {} : { maxDecompressedSize: options.maxDecompressedSize }),
+    },
   );
+  // Python's json cannot read nesting past its recursion limit (~1000), so no Celery client sends it; kq's own
+  // recursive code (reprs, result and retry encoders) would fail on it later, somewhere less clear. A body of n bytes
+  // (uncompressed) nests at most n levels, so the common small message is not walked at all.
+  const deepHeaders = nestingDeeperThan(headers, MAX_NESTING_DEPTH);
+  const mayNestDeep = compressed || message.body.length > MAX_NESTING_DEPTH;
+  if (deepHeaders || (mayNestDeep && !Buffer.isBuffer(payload) && nestingDeeperThan(payload, MAX_NESTING_DEPTH))) {
+    throw new InvalidTaskError(
+      `Invalid task message ${label(headers.task)} (id ${label(headers.id)}): its ${deepHeaders ? 'headers nest' : 'body nests'} deeper than ` +
+        `${MAX_NESTING_DEPTH} levels, which no Celery client can send. A worker cannot run the message as sent.`,
+    );
+  }
 
   // Celery's consumer: a `task` header means protocol 2, unless the body is a dict with `args` ("hybrid", handled
   // like v1 with the headers taking precedence); no `task` header needs a v1 body dict naming the task.

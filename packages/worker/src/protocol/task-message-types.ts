@@ -72,6 +72,8 @@ export interface DecodeTaskOptions {
   serializers?: SerializerRegistry;
   /** IANA zone for naive eta/expires, default 'UTC'. */
   timezone?: string;
+  /** Most bytes a compressed body may inflate to (the app's `maxMessageSize`); past it, `MessageTooLarge`. */
+  maxDecompressedSize?: number;
 }
 
 /** What `decodeTaskMessage` reads from a received message (a `Delivery` is one). */

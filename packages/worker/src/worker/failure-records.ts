@@ -1,4 +1,4 @@
-import { ContentDisallowed, DecodeError, SecurityError, type Delivery, type ResultMeta } from '@kq/core';
+import { isUnreadableContent, type Delivery, type ResultMeta } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import type { Logger } from '../logger';
 import { type TaskMessage } from '../protocol/index';
@@ -32,14 +32,14 @@ export async function storeFailure(app: AppContract, log: Logger, message: Failu
 }
 
 /**
- * A task message whose body was refused (content type not accepted, signature not verified) or could not be decoded
- * still names its task id in its headers: its FAILURE (`ContentDisallowed` / `SecurityError` / `DecodeError`) is stored. (Celery only logs these; kq does
- * better — see docs/wire-notes.md.)
+ * A task message whose body was refused (content type not accepted, signature not verified, over `maxMessageSize`) or
+ * could not be decoded still names its task id in its headers: its FAILURE (`ContentDisallowed` / `SecurityError` /
+ * `MessageTooLarge` / `DecodeError`) is stored. (Celery only logs these; kq does better — see docs/wire-notes.md.)
  */
 export async function storeUnreadable(app: AppContract, log: Logger, delivery: Delivery, reason: Error): Promise<void> {
   const id = delivery.headers['id'];
   if (typeof id !== 'string' || id === '') return;
-  if (!(reason instanceof ContentDisallowed) && !(reason instanceof DecodeError) && !(reason instanceof SecurityError)) return;
+  if (!isUnreadableContent(reason)) return;
   const { correlationId, replyTo } = delivery.properties;
   await storeFailure(
     app,

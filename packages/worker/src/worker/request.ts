@@ -6,6 +6,7 @@ import type { Task } from '../task';
 import { TaskContext, type TaskRequest } from '../task-context';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
+import { setLongTimeout, type LongTimeout } from './long-timeout';
 import type { Worker } from './worker';
 
 /** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
@@ -186,7 +187,7 @@ export class Request {
     if (this.#trackStarted()) await this.#store('STARTED', { pid: process.pid, hostname: worker.hostname }, null);
 
     const started = performance.now();
-    const timers: NodeJS.Timeout[] = [];
+    const timers: LongTimeout[] = [];
     this.#trace = startRunTrace(this.message, this.delivery.deliveryInfo, worker.app.conf.broker, worker.hostname);
     let outcome: Outcome;
     try {
@@ -194,7 +195,7 @@ export class Request {
       // continues the trace; without one, no closure is made for it.
       outcome = this.#trace ? await this.#trace.within(() => this.#runToOutcome(timers, started, release)) : await this.#runToOutcome(timers, started, release);
     } finally {
-      for (const timer of timers) clearTimeout(timer);
+      for (const timer of timers) timer.clear();
       worker.state.taskReady(this);
     }
     this.#trace?.end(outcome, this.#failure, this.#retryReason);
@@ -202,7 +203,7 @@ export class Request {
   }
 
   /** Runs the task and settles it: stores the result or handles the error, sends what follows, acks. */
-  async #runToOutcome(timers: NodeJS.Timeout[], started: number, release: () => void): Promise<Outcome> {
+  async #runToOutcome(timers: LongTimeout[], started: number, release: () => void): Promise<Outcome> {
     const { worker } = this;
     try {
       const value = await this.#run(timers);
@@ -251,13 +252,13 @@ export class Request {
     return 'failed';
   }
 
-  async #run(timers: NodeJS.Timeout[]): Promise<unknown> {
+  async #run(timers: LongTimeout[]): Promise<unknown> {
     const { message, task, worker } = this;
     const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
     const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
     if (soft !== null && soft > 0) {
       timers.push(
-        setTimeout(() => {
+        setLongTimeout(() => {
           worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
           this.#abortController().abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
         }, soft * 1000),
@@ -277,7 +278,7 @@ export class Request {
         // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
         // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
         timers.push(
-          setTimeout(() => {
+          setLongTimeout(() => {
             const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
             this.#killWith(error);
             reject(error);

@@ -280,6 +280,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       onMessage: (_body, delivery) => this.#receive(delivery),
     });
     consumer.on('error', (error) => this.log.error(`consumer: ${error.message}`));
+    // Refused by the consumer before the worker sees it (a body over maxMessageSize): reported as the worker's own.
+    consumer.on('rejected', (delivery, reason) => {
+      this.#reportRejected(delivery, reason);
+      void storeUnreadable(this.app, this.log, delivery, reason);
+    });
     consumer.on('recovered', () => this.log.warning('consumer: channel lost and recovered; resuming'));
     this.#consumer = consumer;
     await consumer.consume();
@@ -406,7 +411,12 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     if (this.#stopping) return; // left unsettled: given back when the channel closes
     let message: TaskMessage;
     try {
-      message = decodeTaskMessage(delivery, { accept: this.app.conf.acceptContent, timezone: this.app.conf.timezone });
+      const limit = this.app.connection.maxMessageSize;
+      message = decodeTaskMessage(delivery, {
+        accept: this.app.conf.acceptContent,
+        timezone: this.app.conf.timezone,
+        ...(limit === null ? {} : { maxDecompressedSize: limit }),
+      });
     } catch (error) {
       const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
       await this.#rejectMessage(delivery, reason);
@@ -522,9 +532,13 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     }
   }
 
-  async #rejectMessage(delivery: Delivery, reason: Error): Promise<void> {
+  #reportRejected(delivery: Delivery, reason: Error): void {
     this.log.error(`Rejected message ${delivery.deliveryInfo.deliveryTag} from ${delivery.deliveryInfo.queue}: ${reason.name}: ${reason.message}`);
     this.emit('rejected', delivery, reason);
+  }
+
+  async #rejectMessage(delivery: Delivery, reason: Error): Promise<void> {
+    this.#reportRejected(delivery, reason);
     if (!delivery.acknowledged) {
       await delivery.reject(`${reason.name}: ${reason.message}`).catch((error: unknown) => this.log.warning(`could not reject: ${String(error)}`));
     }
