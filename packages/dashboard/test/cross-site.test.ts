@@ -1,5 +1,6 @@
 // The dashboard refuses cross-site requests that change something (CSRF), answers its own pages' requests, also
-// behind a TLS proxy at a path prefix when told to trust it, and forbids being framed. Through fastify's inject, on
+// behind a TLS proxy at a path prefix when told to trust it, forbids being framed, and without authentication answers
+// only at IP addresses and localhost (DNS rebinding). Through fastify's inject, on
 // an in-memory broker: nothing here needs a server.
 import { App, Logger } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
@@ -10,11 +11,11 @@ import { buildServer } from '../src/http/server';
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
 const servers: FastifyInstance[] = [];
 
-async function dashboardServer(options: { urlPrefix?: string; trustProxy?: boolean } = {}): Promise<{ server: FastifyInstance; revoke: ReturnType<typeof vi.fn> }> {
+async function dashboardServer(options: { urlPrefix?: string; trustProxy?: boolean; basicAuth?: string[] } = {}): Promise<{ server: FastifyInstance; revoke: ReturnType<typeof vi.fn> }> {
   const dashboard = new Dashboard({ app: new App('dash-csrf'), logger: quiet });
   const revoke = vi.fn(async () => undefined);
   dashboard.app.control.revoke = revoke;
-  const server = await buildServer(dashboard, { basicAuth: [], urlPrefix: options.urlPrefix ?? '', trustProxy: options.trustProxy ?? false });
+  const server = await buildServer(dashboard, { basicAuth: options.basicAuth ?? [], urlPrefix: options.urlPrefix ?? '', trustProxy: options.trustProxy ?? false });
   servers.push(server);
   return { server, revoke };
 }
@@ -134,5 +135,34 @@ describe('framing', () => {
       const reply = await server.inject({ method: 'GET', url, headers: { host: HOST } });
       expect([url, reply.headers['content-security-policy'], reply.headers['x-frame-options'], reply.headers['x-content-type-options']]).toEqual([url, "frame-ancestors 'none'", 'DENY', 'nosniff']);
     }
+  });
+});
+
+describe('DNS rebinding', () => {
+  it('without authentication, a request for a host name (a rebound one) is refused, saying what to do; IP addresses and localhost are answered', async () => {
+    const { server, revoke } = await dashboardServer();
+    for (const host of ['attacker.example:5555', 'attacker.example']) {
+      const read = await server.inject({ method: 'GET', url: '/api/tasks', headers: { host } });
+      expect(read.statusCode).toBe(403);
+      expect(read.json<{ error: string }>().error).toMatch(/^Refused a request for the host name "attacker\.example": .*DNS rebinding.*KQ_DASHBOARD_AUTH or --auth-file, or behind a reverse proxy pass --trust-proxy\.$/);
+    }
+    // the page's own origin, as the browser sees it after the rebinding: its Origin matches its Host
+    const act = await server.inject({ method: 'POST', url: '/api/task/revoke/t7', headers: { host: 'attacker.example:5555', origin: 'http://attacker.example:5555' } });
+    expect(act.statusCode).toBe(403);
+    expect(revoke).not.toHaveBeenCalled();
+    for (const host of ['127.0.0.1:5555', 'localhost:5555', '[::1]:5555', '10.1.2.3:5555', 'dash.localhost']) {
+      expect([host, (await server.inject({ method: 'GET', url: '/api/tasks', headers: { host } })).statusCode]).toEqual([host, 200]);
+    }
+    // probes and scrapers that use a service name: the health check and the metrics hold no secret
+    for (const url of ['/healthcheck', '/metrics']) expect([url, (await server.inject({ method: 'GET', url, headers: { host: 'kq-dashboard:5555' } })).statusCode]).toEqual([url, 200]);
+  });
+
+  it('with basic auth (the browser has no credentials for a rebound name) or behind a trusted proxy, a host name is answered', async () => {
+    const { server: guarded } = await dashboardServer({ basicAuth: ['admin:s3cret'] });
+    const authorization = `Basic ${Buffer.from('admin:s3cret').toString('base64')}`;
+    expect((await guarded.inject({ method: 'GET', url: '/api/tasks', headers: { host: 'kq.example.com' } })).statusCode).toBe(401);
+    expect((await guarded.inject({ method: 'GET', url: '/api/tasks', headers: { host: 'kq.example.com', authorization } })).statusCode).toBe(200);
+    const { server: proxied } = await dashboardServer({ trustProxy: true });
+    expect((await proxied.inject({ method: 'GET', url: '/api/tasks', headers: { host: 'kq.example.com', 'x-forwarded-proto': 'https' } })).statusCode).toBe(200);
   });
 });

@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Dashboard } from '../dashboard';
 import { registerCrossSiteGuard } from './cross-site-guard';
 import { registerDeadLetterRoutes } from './dead-letter-routes';
+import { registerDnsRebindingGuard } from './dns-rebinding-guard';
 import { registerFlowerControlRoutes } from './flower-control-routes';
 import { registerFlowerTaskRoutes } from './flower-task-routes';
 import { registerFlowerWorkerRoutes } from './flower-worker-routes';
@@ -16,6 +17,7 @@ import { registerUiRoutes } from './ui-routes';
  * With `basicAuth`, everything but `/healthcheck` needs one of the `user:password` pairs, as Flower's `--basic-auth`.
  * Requests that change something are refused when a browser sends them from another site (cross-site-guard.ts);
  * `trustProxy` takes the scheme and host from the proxy's X-Forwarded-Proto/X-Forwarded-Host for that check.
+ * Without either, only requests to an IP address or localhost are answered (dns-rebinding-guard.ts).
  */
 export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[]; urlPrefix: string; trustProxy: boolean }): Promise<FastifyInstance> {
   const prefix = options.urlPrefix;
@@ -37,7 +39,7 @@ export async function buildServer(dashboard: Dashboard, options: { basicAuth: re
       if (request.url === `${prefix}/healthcheck`) return done();
       server.basicAuth(request, reply, done);
     });
-  }
+  } else if (!options.trustProxy) registerDnsRebindingGuard(server, prefix);
   registerCrossSiteGuard(server, { trustProxy: options.trustProxy });
   await server.register(
     async (scoped) => {
