@@ -2,7 +2,7 @@
 // https://localhost:<port>/flower/, forwarding to the dashboard on 127.0.0.1 as nginx does by default (its own Host,
 // X-Forwarded-Proto/Host/For), with --url-prefix /flower, --trust-proxy and basic auth. In Chromium, a revoke and a
 // pool grow clicked on its pages reach the worker; a form on another site that posts a revoke to it is refused.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
@@ -22,11 +22,16 @@ if (!haveChromium) {
   if (process.env['KQ_REQUIRE_BROKERS'] === '1') throw new Error(`${CHROMIUM} is missing; KQ_REQUIRE_BROKERS=1 makes that a failure. Install: apt-get install -y chromium`);
   console.warn(`[kq] skipping the dashboard-behind-a-proxy test: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 }
+const haveOpenssl = spawnSync('openssl', ['version']).status === 0;
+if (!haveOpenssl) {
+  if (process.env['KQ_REQUIRE_BROKERS'] === '1') throw new Error('openssl is missing (it makes the proxy\'s certificate); KQ_REQUIRE_BROKERS=1 makes that a failure. Install: apt-get install -y openssl');
+  console.warn('[kq] skipping the dashboard-behind-a-proxy test: openssl is missing (apt-get install -y openssl)');
+}
 const redisUp = await brokerReachable('redis');
 const quiet = new Logger('test', { level: 'critical', sink: () => undefined });
 const listening = (server: Server): Promise<number> => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 
-describe.skipIf(!haveChromium || !redisUp)('the dashboard behind an HTTPS reverse proxy at /flower/', () => {
+describe.skipIf(!haveChromium || !haveOpenssl || !redisUp)('the dashboard behind an HTTPS reverse proxy at /flower/', () => {
   const ns = `kqproxy${randomUUID().slice(0, 8)}`;
   const queue = `${ns}.q`;
   const hostname = `proxied@${ns}`;

@@ -2,6 +2,7 @@
 // behind a TLS proxy at a path prefix when told to trust it, forbids being framed, and without authentication answers
 // only at IP addresses and localhost (DNS rebinding). Through fastify's inject, on
 // an in-memory broker: nothing here needs a server.
+import type { MailboxReply } from '@kq/core';
 import { App, Logger } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -13,7 +14,7 @@ const servers: FastifyInstance[] = [];
 
 async function dashboardServer(options: { urlPrefix?: string; trustProxy?: boolean; basicAuth?: string[] } = {}): Promise<{ server: FastifyInstance; revoke: ReturnType<typeof vi.fn> }> {
   const dashboard = new Dashboard({ app: new App('dash-csrf'), logger: quiet });
-  const revoke = vi.fn(async () => undefined);
+  const revoke = vi.fn(async (): Promise<MailboxReply[]> => []);
   dashboard.app.control.revoke = revoke;
   const server = await buildServer(dashboard, { basicAuth: options.basicAuth ?? [], urlPrefix: options.urlPrefix ?? '', trustProxy: options.trustProxy ?? false });
   servers.push(server);
