@@ -1,4 +1,4 @@
-import { KqError } from '@kq/core';
+import { KqError, sanitizeUrl } from '@kq/core';
 
 /** A broker URL taken apart the way Kombu reads `amqp://user:password@host:port/vhost?heartbeat=10`. */
 export interface AmqpUrl {
@@ -22,10 +22,9 @@ export function parseAmqpUrl(url: string): AmqpUrl {
   let parsed: URL;
   try {
     parsed = new URL(url);
-  } catch (error) {
-    throw new KqError(`${JSON.stringify(redact(url))} is not a valid broker URL; expected amqp://user:password@host:port/vhost.`, {
-      cause: error,
-    });
+  } catch {
+    // Not chained: Node's URL error carries the whole input, password included, for anyone who prints the cause.
+    throw new KqError(`${JSON.stringify(sanitizeUrl(url))} is not a valid broker URL; expected amqp://user:password@host:port/vhost.`);
   }
   const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
   if (scheme !== 'amqp' && scheme !== 'amqps') {
@@ -61,7 +60,3 @@ function numberParam(query: URLSearchParams, name: string): number | undefined {
   return value;
 }
 
-/** The URL without its password, for messages and logs. */
-export function redact(url: string): string {
-  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1****@');
-}

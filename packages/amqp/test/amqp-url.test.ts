@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { KqError } from '@kq/core';
 import { AmqpTransport, createTransport, parseAmqpUrl } from '../src/index';
@@ -52,5 +53,18 @@ describe('AMQP URLs, read as Kombu reads them', () => {
       redeliveredFlag: true,
       requeuePosition: 'head',
     });
+  });
+
+  it('a URL it cannot read is named without its password, in the message and in whatever is printed of the error', () => {
+    let error: unknown;
+    try {
+      parseAmqpUrl('amqp://guest:hunter2@rabbit host:5672//');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(KqError);
+    expect((error as Error).message).toBe('"amqp://guest:**@rabbit host:5672//" is not a valid broker URL; expected amqp://user:password@host:port/vhost.');
+    // Node's URL error carries its whole input: chained as the cause, util.inspect (console.error) printed it
+    expect(inspect(error)).not.toContain('hunter2');
   });
 });

@@ -18,8 +18,17 @@ export interface DashboardOptions {
   address?: string;
   /** Serve everything under this path (`/flower`), behind a proxy that forwards it as is (Flower's `--url_prefix`). */
   urlPrefix?: string;
-  /** `user:password` pairs allowed in (HTTP basic auth), as Flower's `--basic-auth`. None: no authentication. */
+  /**
+   * `user:password` pairs allowed in (HTTP basic auth), as Flower's `--basic-auth`. None: no authentication. The CLI
+   * reads them from `--auth-file` or `KQ_DASHBOARD_AUTH`, never from its command line (which `ps` shows).
+   */
   basicAuth?: readonly string[];
+  /**
+   * Behind a reverse proxy: take the scheme and host the browser used from the proxy's `X-Forwarded-Proto` and
+   * `X-Forwarded-Host` (the cross-site check compares a request's `Origin` with them). Only when every request comes
+   * through the proxy: a client that reaches the dashboard directly could claim any. Default false.
+   */
+  trustProxy?: boolean;
   /** Tasks kept in memory (Flower's `max_tasks`, 100 000). */
   maxTasks?: number;
   /** How long inspect calls wait for replies, ms (Flower's `inspect_timeout`, 1000). */
@@ -97,7 +106,7 @@ export class Dashboard {
     });
     this.#receiver.on('error', (error) => this.log.warning(`events: ${error.message}`));
     await this.#receiver.start();
-    this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [], urlPrefix: normalisePrefix(this.#options.urlPrefix) });
+    this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [], urlPrefix: normalisePrefix(this.#options.urlPrefix), trustProxy: this.#options.trustProxy ?? false });
     await this.#server.listen({ port: this.#options.port ?? 5555, host: this.#options.address ?? '127.0.0.1' });
     const refresh = (): void => void this.inspector.inspect().catch((error: unknown) => this.log.warning(`inspect: ${String(error)}`));
     const sample = (): void => void this.sampleQueues().catch((error: unknown) => this.log.warning(`queue lengths: ${String(error)}`));

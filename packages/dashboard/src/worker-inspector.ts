@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { App } from '@kq/worker';
+import { hideSecrets, type App } from '@kq/worker';
 import type { FleetState } from './fleet-state';
 
 /** What Flower asks every worker (its `Inspector.methods`), stored under these names by worker. */
@@ -82,7 +82,7 @@ export class WorkerInspector {
         for (const reply of replies) {
           for (const [host, value] of Object.entries(reply)) {
             const info = this.#state.inspected.get(host) ?? {};
-            info[method] = value;
+            info[method] = shown(method, value);
             info['timestamp'] = Date.now() / 1000;
             this.#state.inspected.set(host, info);
             answers.set(host, (answers.get(host) ?? 0) + 1);
@@ -93,4 +93,14 @@ export class WorkerInspector {
     this.#state.version++;
     return new Set([...answers].filter(([, count]) => count === INSPECT_METHODS.length).map(([host]) => host));
   }
+}
+
+/**
+ * A reply as the dashboard keeps and serves it: settings and the broker's description (Python's `stats` gives its
+ * transport options and alternate URLs as configured) with their secrets masked, whatever the worker masked itself.
+ */
+function shown(method: string, value: unknown): unknown {
+  if (method === 'conf') return hideSecrets(value);
+  if (method === 'stats' && value !== null && typeof value === 'object' && 'broker' in value) return { ...value, broker: hideSecrets(value.broker) };
+  return value;
 }

@@ -1,5 +1,9 @@
-// `kq dashboard` as a person runs it: help, a broker that is down (one line, exit 1), and a real start.
+// `kq dashboard` as a person runs it: help, a broker that is down (one line, exit 1), a real start, and basic-auth
+// credentials from a file or the environment, never from the command line.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { describe, expect, it } from 'vitest';
@@ -7,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 const kqBin = fileURLToPath(new URL('../../worker/bin/kq.js', import.meta.url));
 
-function kq(args: string[], until?: (out: string) => boolean): Promise<{ code: number | null; out: string; err: string }> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), NO_COLOR: '1' };
+function kq(args: string[], until?: (out: string) => boolean, extraEnv: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), NO_COLOR: '1', ...extraEnv };
   delete env['KQ_BROKER_URL'];
   delete env['CELERY_BROKER_URL'];
   return new Promise((resolve) => {
@@ -39,7 +43,18 @@ describe('kq dashboard', () => {
   it('--help lists Flower\'s flags and starts nothing', async () => {
     const { code, out } = await kq(['dashboard', '--help']);
     expect(code).toBe(0);
-    for (const flag of ['--port', '--address', '--basic-auth', '--broker']) expect(out).toContain(flag);
+    for (const flag of ['--port', '--address', '--auth-file', '--trust-proxy', '--url-prefix', '--broker']) expect(out).toContain(flag);
+    expect(out).not.toContain('--basic-auth');
+  });
+
+  it('--basic-auth is refused in one line pointing at --auth-file and KQ_DASHBOARD_AUTH (ps shows the command line)', async () => {
+    const { code, out, err } = await kq(['dashboard', '-b', 'redis://127.0.0.1:6390/0', '--basic-auth', 'admin:hunter2']);
+    expect(code).toBe(2);
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err).toMatch(/^kq dashboard: --basic-auth would put passwords on the command line, which ps shows/);
+    expect(err).toContain('--auth-file <file>');
+    expect(err).toContain('KQ_DASHBOARD_AUTH=user:password');
+    expect(out + err).not.toContain('hunter2');
   });
 
   it('a broker that is down is one line and exit 1, password hidden', async () => {
@@ -61,5 +76,32 @@ describe('kq dashboard', () => {
     expect(out).toMatch(/kq dashboard on http:\/\/127\.0\.0\.1:\d+/);
     expect(status).toBe(200);
     expect(code).toBe(0);
+  });
+
+  /** Starts `kq dashboard` with these extra arguments and environment, and gives the statuses of /api/workers without and with the pair. */
+  const guarded = async (args: string[], env: Record<string, string>): Promise<{ code: number | null; statuses: number[] }> => {
+    let asked: Promise<number[]> | undefined;
+    let statuses: number[] | undefined;
+    const authorization = `Basic ${Buffer.from('admin:hunter2').toString('base64')}`;
+    const { code } = await kq(
+      ['-b', `${brokerUrls.redis}/7`, 'dashboard', '--port', '0', ...args],
+      (text) => {
+        const url = /kq dashboard on (http:\/\/\S+)/.exec(text)?.[1];
+        asked ??= url ? Promise.all([fetch(`${url}/api/workers`), fetch(`${url}/api/workers`, { headers: { authorization } })]).then((replies) => (statuses = replies.map((reply) => reply.status))) : undefined;
+        return statuses !== undefined;
+      },
+      env,
+    );
+    return { code, statuses: statuses ?? [] };
+  };
+
+  it.skipIf(!redisUp)('--auth-file: a file of user:password lines lets in only its pairs', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'kq-dash-auth-')), 'auth');
+    writeFileSync(file, 'admin:hunter2\n', { mode: 0o600 });
+    expect(await guarded(['--auth-file', file], {})).toEqual({ code: 0, statuses: [401, 200] });
+  });
+
+  it.skipIf(!redisUp)('KQ_DASHBOARD_AUTH: the pairs from the environment', async () => {
+    expect(await guarded([], { KQ_DASHBOARD_AUTH: 'admin:hunter2' })).toEqual({ code: 0, statuses: [401, 200] });
   });
 });

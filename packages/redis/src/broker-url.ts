@@ -1,4 +1,4 @@
-import { KqError, type TransportDescription } from '@kq/core';
+import { KqError, sanitizeUrl, type TransportDescription } from '@kq/core';
 import type { RedisOptions } from 'ioredis';
 import type { ClusterNodeAddress, RedisTransportOptions } from './redis-options';
 
@@ -86,7 +86,7 @@ function parseClusterUrl(url: string, options: RedisTransportOptions): RedisEndp
   let head: URL | undefined;
   for (const part of url.split(';').map((text) => text.trim()).filter((text) => text !== '')) {
     const match = /^(rediss?)\+cluster:\/\/(?:([^@/?#]*)@)?([^/?#]*)(.*)$/i.exec(part);
-    if (!match) throw new KqError(`Cannot read the broker URL ${JSON.stringify(redact(url))}: expected redis+cluster://host:port,host:port/.`);
+    if (!match) throw new KqError(`Cannot read the broker URL ${JSON.stringify(sanitizeUrl(url))}: expected redis+cluster://host:port,host:port/.`);
     const [, scheme = 'redis', auth, hosts = '', rest = ''] = match;
     for (const host of hosts.split(',').map((text) => text.trim()).filter((text) => text !== '')) {
       const parsed = parseUrl(`redis://${host}`);
@@ -94,7 +94,7 @@ function parseClusterUrl(url: string, options: RedisTransportOptions): RedisEndp
     }
     head ??= parseUrl(`${scheme.toLowerCase()}://${auth ? `${auth}@` : ''}${nodes[0] ? `${nodes[0].host.includes(':') ? `[${nodes[0].host}]` : nodes[0].host}:${nodes[0].port}` : 'localhost'}${rest}`);
   }
-  if (!head || nodes.length === 0) throw new KqError(`The broker URL ${JSON.stringify(redact(url))} names no cluster node; use redis+cluster://host:port,host:port/.`);
+  if (!head || nodes.length === 0) throw new KqError(`The broker URL ${JSON.stringify(sanitizeUrl(url))} names no cluster node; use redis+cluster://host:port,host:port/.`);
   const single = parseSingle(head.toString(), options);
   return { ...single, cluster: { nodes } };
 }
@@ -106,7 +106,7 @@ function toCluster(endpoint: RedisEndpoint, url: string | undefined, options: Re
   }
   if (endpoint.db !== 0) {
     throw new KqError(
-      `Redis Cluster has only database 0, but the broker URL or the db option names database ${endpoint.db}${url ? ` (${redact(url)})` : ''}; ` +
+      `Redis Cluster has only database 0, but the broker URL or the db option names database ${endpoint.db}${url ? ` (${sanitizeUrl(url)})` : ''}; ` +
         'drop the database number, e.g. redis+cluster://host1:7000,host2:7001/.',
     );
   }
@@ -146,8 +146,9 @@ function fromOptions(options: RedisTransportOptions): RedisEndpoint {
 function parseUrl(text: string): URL {
   try {
     return new URL(text);
-  } catch (error) {
-    throw new KqError(`Cannot read the broker URL ${JSON.stringify(redact(text))}: expected redis://host:port/db.`, { cause: error });
+  } catch {
+    // Not chained: Node's URL error carries the whole input, password included, for anyone who prints the cause.
+    throw new KqError(`Cannot read the broker URL ${JSON.stringify(sanitizeUrl(text))}: expected redis://host:port/db.`);
   }
 }
 
@@ -160,11 +161,8 @@ function dbFromPath(path: string, url: string): number {
   if (segment === '') return 0;
   const db = Number(segment);
   if (!Number.isInteger(db) || db < 0) {
-    throw new KqError(`The broker URL ${JSON.stringify(redact(url))} names database ${JSON.stringify(segment)}; use a number, e.g. redis://host:6379/0.`);
+    throw new KqError(`The broker URL ${JSON.stringify(sanitizeUrl(url))} names database ${JSON.stringify(segment)}; use a number, e.g. redis://host:6379/0.`);
   }
   return db;
 }
 
-function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/g, '//$1:***@');
-}

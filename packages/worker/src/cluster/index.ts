@@ -13,4 +13,4 @@ export { queueControlOf, type TaskQueueControl } from './queue-control';
 export { exchangeAsDict, queueAsDict } from './queue-as-dict';
 export { DEFAULT_TASK_INFO_ITEMS, registeredTasks, type TaskOverrides } from './registered-tasks';
 export { workerStats, poolInfo, brokerInfo, rusage } from './worker-stats';
-export { confTable, bugReport } from './worker-conf';
+export { confTable, bugReport, hideSecrets } from './worker-conf';

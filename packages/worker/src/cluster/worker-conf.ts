@@ -45,6 +45,20 @@ function censored(name: string, value: unknown): unknown {
   return value;
 }
 
+/**
+ * A value with its secrets masked, by the rule `inspect conf` uses: under a secret-looking name (Celery's
+ * HIDDEN_SETTINGS) whole, and passwords in URLs. For what is shown beside the settings: the broker's transport
+ * options in `stats`, and what the dashboard serves of any worker's replies (Python's `stats` shows them in the clear).
+ */
+export function hideSecrets(value: unknown, name = ''): unknown {
+  if (Array.isArray(value)) return value.map((item) => hideSecrets(item, name));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, item]) => [key, hideSecrets(item, key)]));
+  }
+  if (name && HIDDEN_SETTINGS.test(name) && value !== null && value !== undefined) return MASK;
+  return typeof value === 'string' ? sanitizeUrl(value) : value;
+}
+
 /** `inspect report`: Celery's bug-report text, for a kq worker. */
 export function bugReport(conf: Readonly<AppConfig>, transportName: string): string {
   const settings = Object.entries(confTable(conf))

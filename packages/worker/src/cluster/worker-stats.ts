@@ -1,5 +1,6 @@
 import type { Transport } from '@kq/core';
 import type { Worker } from '../worker/worker';
+import { hideSecrets } from './worker-conf';
 
 /**
  * `inspect stats` for a kq worker, in the order and shape of Celery's (docs/wire.md#remote-control-pidbox):
@@ -55,7 +56,8 @@ export function brokerInfo(worker: Worker, transport: Transport): Record<string,
     ssl: description.ssl,
     transport: description.transport,
     connect_timeout: 4,
-    transport_options: { ...worker.app.conf.brokerTransportOptions },
+    // Celery shows them as given: a Redis sentinel's or a TLS key's password would travel to every inspector.
+    transport_options: hideSecrets(worker.app.conf.brokerTransportOptions),
     login_method: description.loginMethod ?? null,
     uri_prefix: null,
     heartbeat: 120.0,
