@@ -1,4 +1,4 @@
-import { ConnectionLost, KqError, isRecoverable } from '@kq/core';
+import { ConnectionLost, KqError, PermissionDenied, isRecoverable } from '@kq/core';
 
 /**
  * ioredis reports a lost or unusable connection with plain Errors (no code): a command written while the socket was
@@ -27,6 +27,8 @@ export function isConnectionError(error: unknown): boolean {
  * policy retry a publish through a Redis outage as they do through a RabbitMQ one; other errors pass unchanged.
  */
 export function rethrowRecoverable(error: unknown): never {
+  const refused = permissionDeniedOf(error);
+  if (refused) throw refused;
   if (!(error instanceof KqError) && isConnectionError(error)) {
     throw new ConnectionLost(`Lost the connection to Redis (${describeError(error)}); the operation can be retried once it is back.`, {
       cause: error,
@@ -37,4 +39,24 @@ export function rethrowRecoverable(error: unknown): never {
 
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/**
+ * A Redis ACL refusal (`NOPERM`) as a `PermissionDenied` naming the command, so it is reported once and not retried
+ * like an outage; undefined for anything else. ioredis puts the refused command on its reply errors.
+ */
+export function permissionDeniedOf(error: unknown): PermissionDenied | undefined {
+  if (error instanceof PermissionDenied) return error;
+  if (!(error instanceof Error) || !/^NOPERM\b/.test(error.message)) return undefined;
+  const sent = (error as { command?: { name?: unknown; args?: unknown } }).command;
+  const named = /run the '([^']+)' command/.exec(error.message)?.[1];
+  const command = (typeof sent?.name === 'string' ? sent.name : (named ?? 'a command')).toUpperCase();
+  // A script's refusal names the command inside it; the script itself is EVALSHA on the wire.
+  const inner = named && named.toUpperCase() !== command ? ` (${named.toUpperCase()} inside it)` : '';
+  return new PermissionDenied(
+    named?.toUpperCase() ?? command,
+    `Redis refused ${command}${inner} for the user kq connects as: ${error.message.replace(/\s+/g, ' ')}. ` +
+      'Grant it in that user\'s ACL (docs/security.md lists what kq needs).',
+    { cause: error },
+  );
 }
