@@ -80,6 +80,17 @@ export class PostgresNode {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /**
+   * Serves `server` from now on (a server started with `tls`): its files replace the old ones and the server reloads
+   * them (SIGHUP), so one server can show a client a good, an expired and a misnamed certificate in turn.
+   */
+  async replaceCertificate(server: CertificateFiles): Promise<void> {
+    const tls = this.#options.tls;
+    if (!tls) throw new Error('replaceCertificate needs a server started with the tls option');
+    this.#tlsSettings({ server, ca: tls.ca });
+    await this.#sql('SELECT pg_reload_conf()');
+  }
+
   /** PostgreSQL reads its key only when the server's user owns it and nobody else may read it: copies made so. */
   #tlsSettings(tls: { server: CertificateFiles; ca: string }): string[] {
     const files = { ssl_cert_file: tls.server.cert, ssl_key_file: tls.server.key, ssl_ca_file: tls.ca };
