@@ -42,21 +42,26 @@ export function describeError(error: unknown): string {
 }
 
 /**
- * A Redis ACL refusal (`NOPERM`) as a `PermissionDenied` naming the command, so it is reported once and not retried
- * like an outage; undefined for anything else. ioredis puts the refused command on its reply errors.
+ * A Redis ACL refusal as a `PermissionDenied` naming the command, so it is reported once and not retried like an
+ * outage; undefined for anything else. A command sent directly is refused with `NOPERM` (ioredis puts the command on
+ * the error); one run by a Lua script with "ERR The user executing the script can't run this command", naming only
+ * the script's line, so the command is read from `script`'s source at that line.
  */
-export function permissionDeniedOf(error: unknown): PermissionDenied | undefined {
+export function permissionDeniedOf(error: unknown, script?: { name: string; source: string }): PermissionDenied | undefined {
   if (error instanceof PermissionDenied) return error;
-  if (!(error instanceof Error) || !/^NOPERM\b/.test(error.message)) return undefined;
-  const sent = (error as { command?: { name?: unknown; args?: unknown } }).command;
-  const named = /run the '([^']+)' command/.exec(error.message)?.[1];
-  const command = (typeof sent?.name === 'string' ? sent.name : (named ?? 'a command')).toUpperCase();
-  // A script's refusal names the command inside it; the script itself is EVALSHA on the wire.
-  const inner = named && named.toUpperCase() !== command ? ` (${named.toUpperCase()} inside it)` : '';
-  return new PermissionDenied(
-    named?.toUpperCase() ?? command,
-    `Redis refused ${command}${inner} for the user kq connects as: ${error.message.replace(/\s+/g, ' ')}. ` +
-      'Grant it in that user\'s ACL (docs/security.md lists what kq needs).',
-    { cause: error },
-  );
+  if (!(error instanceof Error)) return undefined;
+  const text = error.message.replace(/\s+/g, ' ');
+  const fix = "Grant it in that user's ACL (docs/security.md lists what kq needs).";
+  if (/^NOPERM\b/.test(error.message)) {
+    const sent = (error as { command?: { name?: unknown } }).command;
+    const named = /run the '([^']+)' command/.exec(error.message)?.[1];
+    const command = (named ?? (typeof sent?.name === 'string' ? sent.name : 'a command')).toUpperCase();
+    return new PermissionDenied(command, `Redis refused ${command} for the user kq connects as: ${text}. ${fix}`, { cause: error });
+  }
+  const line = /^ERR The user executing the script can't run this command.*@user_script:(\d+)/.exec(error.message)?.[1];
+  if (line === undefined) return undefined;
+  const source = script?.source.split('\n')[Number(line) - 1] ?? '';
+  const command = (/redis\.p?call\(\s*'([A-Za-z]+)'/.exec(source)?.[1] ?? 'a command').toUpperCase();
+  const where = script ? ` in kq's ${script.name} script` : ' in a Lua script';
+  return new PermissionDenied(command, `Redis refused ${command}${where} for the user kq connects as: ${text}. ${fix}`, { cause: error });
 }
