@@ -5,6 +5,7 @@
  * a command it refuses is reported once as a PermissionDenied naming the command.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Dashboard } from '@kq/dashboard';
 import { Connection, PermissionDenied, Queue } from '@kq/core';
 import { RedisTransport } from '@kq/redis';
@@ -116,6 +117,11 @@ describe.skipIf(!canRun)('a least-privileged Redis user over mutual TLS', () => 
       await app.close();
     }
   }, 60_000);
+
+  it('is the ACL line docs/security.md gives', () => {
+    const docs = readFileSync(new URL('../../docs/security.md', import.meta.url), 'utf8');
+    expect(docs).toContain(`\n${kqAclLine(prefix, 'CHANGE-ME')}\n`);
+  });
 
   it('reports a command the ACL refuses as a PermissionDenied naming it, once, not as an outage retried', async () => {
     const refusedUrl = url.replace('kq:kq-secret@', 'kq-no-zadd:kq-secret@');
