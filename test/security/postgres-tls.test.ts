@@ -1,13 +1,16 @@
 /**
  * PostgreSQL over TLS on a private server (`ssl=on`) with certificates made by openssl for the test: the transport
  * and the result backend with libpq's `sslmode=verify-full` and `sslrootcert` in the URL (how Celery's SQLAlchemy URLs
- * carry them), and an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
+ * carry them); a worker, a client with results and the dashboard over it (beat needs a Redis or RabbitMQ lease); and
+ * an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
  */
 import { Connection, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
 import { freePort, makeTestCertificates, serverAvailable, type TestCertificates } from '@kq/test-harness';
 import { PostgresNode } from '@kq/test-harness/postgres-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresResultBackend, PostgresTransport } from '../src/index';
+import { Dashboard } from '@kq/dashboard';
+import { PostgresResultBackend, PostgresTransport } from '@kq/postgres';
+import { App, Logger } from '@kq/worker';
 
 const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/initdb'], 'PostgreSQL TLS tests (a private server)');
 const quiet = { warn: () => undefined };
@@ -45,6 +48,30 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
       await backend.close();
     }
   });
+
+  it('runs a worker, a client with results and the dashboard over verify-full TLS', async () => {
+    const url = verifyFull(certs.ca);
+    const quietLog = new Logger('pg-tls', { level: 'critical', sink: () => undefined });
+    const makeApp = (name: string): App => new App(name, { broker: url, backend: url, taskDefaultQueue: 'pg-tls', controlExchange: 'pgtls', eventExchange: 'pgtls.ev' });
+    const app = makeApp('pg-tls');
+    app.task('pg.add', (_ctx, x: number, y: number) => x + y);
+    const worker = app.worker({ hostname: 'kq@pg-tls', concurrency: 2, logger: quietLog, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    const client = makeApp('pg-tls-client');
+    const dashboard = new Dashboard({ app: makeApp('pg-tls-dashboard'), port: 0, logger: quietLog, inspectTimeoutMs: 1000 });
+    try {
+      await worker.start();
+      expect(await (await client.sendTask<number>('pg.add', [2, 3])).get({ timeout: 15_000 })).toBe(5);
+      const base = await dashboard.start();
+      const workers = (await (await fetch(`${base.replace(/\/$/, '')}/api/workers?refresh=1`)).json()) as Record<string, unknown>;
+      expect(Object.keys(workers)).toContain('kq@pg-tls');
+    } finally {
+      await dashboard.close();
+      await dashboard.app.close();
+      await worker.stop({ cold: true });
+      await client.close();
+      await app.close();
+    }
+  }, 60_000);
 
   async function firstFailure(url: string): Promise<{ failure: unknown; retries: number }> {
     const connection = new Connection(url, {
