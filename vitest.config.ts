@@ -15,6 +15,7 @@ export default defineConfig({
       '@kq/dashboard': src('./packages/dashboard/src/index.ts'),
       '@kq/test-harness/redis-cluster': src('./test-harness/src/redis-cluster.ts'),
       '@kq/test-harness/rabbit-cluster': src('./test-harness/src/rabbit-cluster.ts'),
+      '@kq/test-harness/postgres-node': src('./test-harness/src/postgres-node.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),
     },
   },

@@ -11,9 +11,9 @@ export default defineConfig([
     shims: true,
   },
   {
-    // Private Redis Clusters and RabbitMQ nodes and clusters for the fault suite, the benchmark and the cluster tests,
+    // Private Redis Clusters, RabbitMQ nodes and clusters and PostgreSQL servers for the fault suite, the benchmark and the cluster tests,
     // importable without the suite (and vitest).
-    entry: ['src/redis-cluster.ts', 'src/rabbit-cluster.ts'],
+    entry: ['src/redis-cluster.ts', 'src/rabbit-cluster.ts', 'src/postgres-node.ts'],
     format: ['esm'],
     dts: true,
     sourcemap: true,

@@ -66,3 +66,20 @@ export async function pythonAvailable(modules: readonly string[] = ['kombu', 'ce
   console.warn(`[kq] skipping Python interop tests: ${why}. Install with: apt-get install -y python3-celery python3-redis`);
   return false;
 }
+
+/**
+ * Decides whether tests that start private servers of their own (TLS, ACLs) run: true when `command` (e.g.
+ * `redis-server --version`) runs; otherwise one line saying why and false — or, with `KQ_REQUIRE_BROKERS=1`, a failure.
+ */
+export async function serverAvailable(command: readonly [string, ...string[]], purpose: string): Promise<boolean> {
+  const { execFile } = await import('node:child_process');
+  const [binary, ...args] = command;
+  const error = await new Promise<string | undefined>((resolve) => {
+    execFile(binary, args, { timeout: 20_000 }, (failure) => resolve(failure ? failure.message.split('\n')[0] : undefined));
+  });
+  if (!error) return true;
+  const why = `${binary} cannot run (${error})`;
+  if (process.env['KQ_REQUIRE_BROKERS'] === '1') throw new Error(`${why}; KQ_REQUIRE_BROKERS=1 makes this a failure. Install it for ${purpose}.`);
+  console.warn(`[kq] skipping ${purpose}: ${why}.`);
+  return false;
+}

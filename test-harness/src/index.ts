@@ -1,5 +1,5 @@
 // @kq/test-harness — the transport conformance suite.
-export { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter, type BrokerKind } from './broker-gate';
+export { brokerReachable, brokerUrls, pythonAvailable, pythonInterpreter, serverAvailable, type BrokerKind } from './broker-gate';
 export { defineTransportSuite } from './define-transport-suite';
 export {
   resolveSuiteSetup,
@@ -31,3 +31,6 @@ export {
   startRedisClusterOrSkip,
   type RedisClusterOptions,
 } from './redis-cluster';
+export { makeTestCertificates, type CertificateFiles, type TestCertificates } from './test-certificates';
+export { PrivateRedisServer, type PrivateRedisServerOptions } from './private-redis-server';
+export { freePort } from './free-port';

@@ -1,12 +1,21 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
+import type { CertificateFiles } from './test-certificates';
 import { waitFor } from './wait-for';
 
 const run = promisify(execFile);
+
+export interface RabbitNodeOptions {
+  /**
+   * A TLS listener on the AMQP port + 1 (so take two ports from `freeRabbitPorts(2)`) with this certificate; `ca` is
+   * the CA client certificates must be signed by, and with `requireClientCertificate` a client without one is refused.
+   */
+  tls?: { server: CertificateFiles; ca: string; requireClientCertificate?: boolean };
+}
 
 /**
  * A private RabbitMQ node (for tests and the fault suite, never the shared broker): its own node name, AMQP and
@@ -20,16 +29,34 @@ export class RabbitNode {
   readonly dir = mkdtempSync(join(tmpdir(), 'kq-rabbit-'));
   #process: ChildProcess | undefined;
 
-  constructor(port: number) {
+  constructor(port: number, options: RabbitNodeOptions = {}) {
     this.port = port;
     this.nodeName = `kqtest${port}@localhost`;
-    writeFileSync(join(this.dir, 'rabbitmq.conf'), `listeners.tcp.local = 127.0.0.1:${port}\nloopback_users = none\n`);
+    const config = [`listeners.tcp.local = 127.0.0.1:${port}`, 'loopback_users = none'];
+    const files = ['rabbitmq.conf', 'env.conf', 'enabled_plugins'];
+    const { tls } = options;
+    if (tls) {
+      // Copies in the node's directory: the server runs as the rabbitmq user, who cannot read a test's temporary folder.
+      for (const [name, source] of [['ca.pem', tls.ca], ['server.pem', tls.server.cert], ['server.key', tls.server.key]] as const) {
+        copyFileSync(source, join(this.dir, name));
+        files.push(name);
+      }
+      config.push(
+        `listeners.ssl.local = 127.0.0.1:${port + 1}`,
+        `ssl_options.cacertfile = ${join(this.dir, 'ca.pem')}`,
+        `ssl_options.certfile = ${join(this.dir, 'server.pem')}`,
+        `ssl_options.keyfile = ${join(this.dir, 'server.key')}`,
+        'ssl_options.verify = verify_peer',
+        `ssl_options.fail_if_no_peer_cert = ${tls.requireClientCertificate ? 'true' : 'false'}`,
+      );
+    }
+    writeFileSync(join(this.dir, 'rabbitmq.conf'), `${config.join('\n')}\n`);
     writeFileSync(join(this.dir, 'env.conf'), `NODENAME=${this.nodeName}\nERL_EPMD_ADDRESS=127.0.0.1\n`);
     writeFileSync(join(this.dir, 'enabled_plugins'), '[].\n');
     try {
       const { uid, gid } = rabbitUser();
       chownSync(this.dir, uid, gid);
-      for (const file of ['rabbitmq.conf', 'env.conf', 'enabled_plugins']) chownSync(join(this.dir, file), uid, gid);
+      for (const file of files) chownSync(join(this.dir, file), uid, gid);
     } catch {
       // Not root, or no rabbitmq user: the server runs as this user then, and can write here.
     }
@@ -37,6 +64,11 @@ export class RabbitNode {
 
   get url(): string {
     return `amqp://guest:guest@127.0.0.1:${this.port}`;
+  }
+
+  /** The TLS listener's URL (a node made with the `tls` option): `amqps://guest:guest@127.0.0.1:<port + 1>`. */
+  get tlsUrl(): string {
+    return `amqps://guest:guest@127.0.0.1:${this.port + 1}`;
   }
 
   async start(): Promise<void> {

@@ -4,6 +4,7 @@ import {
   ConnectionLost,
   ExchangeNotFound,
   KqError,
+  PermissionDenied,
   PreconditionFailed,
   QueueNotFound,
 } from '@kq/core';
@@ -107,9 +108,11 @@ export function toKqError(error: unknown, context: OperationContext): Error {
         { cause: error },
       );
     case ReplyCode.ACCESS_REFUSED:
-      return new KqError(
+      return new PermissionDenied(
+        context.operation,
         `Cannot ${context.operation}: access refused (403: ${text}). Check the user's permissions on this vhost ` +
-          `(rabbitmqctl set_permissions) and that the name does not start with the reserved "amq." prefix.`,
+          `(rabbitmqctl set_permissions; docs/security.md lists what kq needs) and that the name does not start with ` +
+          `the reserved "amq." prefix.`,
         { cause: error },
       );
     case ReplyCode.RESOURCE_LOCKED:

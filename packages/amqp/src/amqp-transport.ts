@@ -116,7 +116,7 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
       port: this.supervisor.url.port,
       virtualHost: this.supervisor.url.vhost,
       userid: this.supervisor.url.username,
-      ssl: this.supervisor.url.protocol === 'amqps',
+      ssl: this.supervisor.url.protocol === 'amqps' || this.options.tls !== undefined,
       // amqplib logs in with PLAIN (its default credentials), the mechanism py-amqp negotiates with RabbitMQ too.
       loginMethod: 'PLAIN',
     };

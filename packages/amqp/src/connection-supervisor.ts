@@ -1,4 +1,4 @@
-import { ChannelClosed, ConnectionLost, KqError, retryDelay, TypedEmitter, type TransportEvents } from '@kq/core';
+import { ChannelClosed, ConnectionLost, KqError, retryDelay, tlsFailureOf, TypedEmitter, type TransportEvents } from '@kq/core';
 import { amqplib, type AmqplibConnection } from './amqplib-loader';
 import { isConnectionFailure } from './amqp-errors';
 import { closeQuietly } from './channel-slot';
@@ -194,7 +194,8 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
     if (options.connectionName !== undefined) clientProperties['connection_name'] = options.connectionName;
     return amqplib.connect(
       {
-        protocol: url.protocol,
+        // A TLS option on an amqp:// URL turns TLS on, as Kombu's broker_use_ssl does; the URL's port stays.
+        protocol: options.tls ? 'amqps' : url.protocol,
         hostname: url.hostname,
         port: url.port,
         username: url.username,
@@ -205,7 +206,7 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
         ...(channelMax === undefined ? {} : { channelMax }),
       },
       {
-        ...(url.protocol === 'amqps' ? (options.tls ?? {}) : {}),
+        ...(options.tls ?? {}),
         timeout: options.connectTimeout,
         // Confirms and RPCs are request/response: Nagle's algorithm would add up to 40 ms to each.
         noDelay: true,
@@ -275,13 +276,16 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
 
   #describeTarget(): string {
     const url = this.#brokers.current;
-    return `${url.protocol}://${url.hostname}:${url.port}/${url.vhost === '/' ? '' : encodeURIComponent(url.vhost)}`;
+    return `${this.#options.tls ? 'amqps' : url.protocol}://${url.hostname}:${url.port}/${url.vhost === '/' ? '' : encodeURIComponent(url.vhost)}`;
   }
 }
 
 function asConnectionLost(error: unknown, target: string, attempt?: number): Error {
   if (error instanceof KqError && !(error instanceof ChannelClosed)) return error;
   if (error instanceof ChannelClosed) return error;
+  // An untrusted, expired or misnamed certificate fails the same way on every attempt: said at once, not retried.
+  const tlsFailure = tlsFailureOf(error, target);
+  if (tlsFailure) return tlsFailure;
   const message = error instanceof Error ? error.message : String(error);
   const prefix = attempt === undefined ? `Cannot connect to ${target}` : `Reconnect attempt ${attempt} to ${target} failed`;
   // Wrong credentials or a missing vhost are not cured by retrying; say so instead of looping quietly.

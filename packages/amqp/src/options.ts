@@ -1,6 +1,6 @@
 import type { FailoverStrategy } from './broker-alternates';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
-import type { RetryPolicy } from '@kq/core';
+import { resolveTlsOptions, type RetryPolicy, type TlsOption } from '@kq/core';
 
 export type DelayQueueType = 'quorum' | 'classic';
 
@@ -11,8 +11,13 @@ export interface AmqpTransportOptions {
    * broker proposes (60 s on RabbitMQ).
    */
   heartbeat?: number;
-  /** TLS options for `amqps://` (`ca`, `cert`, `key`, `servername`, `rejectUnauthorized`, …), passed to `tls.connect`. */
-  tls?: TlsConnectionOptions;
+  /**
+   * TLS: kq's names (`{ caFile, certFile, keyFile, certReqs }`), Kombu's (Celery's `broker_use_ssl`: `{ ca_certs,
+   * certfile, keyfile, cert_reqs }` or their `ssl_` forms; `ssl` is accepted as this option's name too), or any
+   * `tls.connect` option (`ca`, `cert`, `key`, `servername`...). Given, it turns TLS on for an `amqp://` URL as well,
+   * as `broker_use_ssl` does in Kombu. See docs/security.md.
+   */
+  tls?: TlsOption;
   /** Longest wait for the TCP connection and the AMQP handshake, in ms. Default 10 000. */
   connectTimeout?: number;
   /** Shown by `rabbitmqctl list_connections client_properties` and the management UI. */
@@ -85,7 +90,7 @@ export const DEFAULT_RECONNECT_POLICY: RetryPolicy = {
 export function resolveOptions(options: AmqpTransportOptions): ResolvedAmqpOptions {
   return {
     heartbeat: options.heartbeat,
-    tls: options.tls,
+    tls: resolveTlsOptions((options as { ssl?: TlsOption }).ssl, options.tls),
     connectTimeout: options.connectTimeout ?? 10_000,
     connectionName: options.connectionName,
     clientProperties: { ...(options.clientProperties ?? {}) },

@@ -167,6 +167,36 @@ export class BrokerUnreachable extends KqError {
   }
 }
 
+/**
+ * A TLS connection to the broker or backend failed in a way no retry cures: the server's certificate is not signed by
+ * a trusted CA, has expired, is for another host; the server refused the client's certificate; or it does not speak
+ * TLS on that port. Never retried: a reconnect loop would hide the cause. `code` is Node's or OpenSSL's.
+ */
+export class TlsFailure extends KqError {
+  constructor(
+    readonly target: string,
+    readonly code: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`TLS connection to ${target} failed: ${reason} (${code})`, options);
+  }
+}
+
+/**
+ * The broker refused a command because the user kq connects as may not run it (a Redis ACL `NOPERM`, a RabbitMQ
+ * `ACCESS_REFUSED` on a resource). Not retried: the same user is refused again. `command` names what was refused.
+ */
+export class PermissionDenied extends KqError {
+  constructor(
+    readonly command: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** An operation did not complete in the time allowed. */
 export class OperationTimeout extends KqError {}
 

@@ -127,3 +127,13 @@ export {
   type ResultBackendFactory,
   type ResultBackendOptions,
 } from './results/result-backend-registry';
+export {
+  KOMBU_TLS_QUERY_PARAMETERS,
+  kombuSslFromQuery,
+  resolveTlsOptions,
+  type CertificateRequirement,
+  type KombuSslOptions,
+  type TlsOption,
+  type TlsSettings,
+} from './tls-settings';
+export { tlsFailureOf } from './tls-failure';

@@ -5,7 +5,9 @@ import {
   Queue,
   StaleDeliveryError,
   decodeEnvelope,
+  sanitizeUrl,
   stableJson,
+  tlsFailureOf,
   type BindingRecord,
   type Claim,
   type ClaimOptions,
@@ -115,7 +117,8 @@ export class PostgresStore implements VirtualStore {
       for (const client of warm) client.release();
     } catch (error) {
       await Promise.all([pool.end().catch(() => undefined), ackPool.end().catch(() => undefined)]);
-      throw error;
+      // sslmode=verify-full against an untrusted, expired or misnamed certificate: one line naming it, never retried.
+      throw tlsFailureOf(error, sanitizeUrl(this.#options.connectionString).split('?')[0] ?? '') ?? error;
     }
     this.#pool = pool;
     this.#ackPool = ackPool;

@@ -1,4 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
+import { permissionDeniedOf } from './connection-errors';
 
 /** How long an aborted BRPOP may take to return after CLIENT UNBLOCK before its connection is dropped instead. */
 const ABORT_GRACE_MS = 250;
@@ -81,7 +82,7 @@ export class BlockingPool implements BlockingWaiter {
       return reply ? [reply[0], reply[1]] : null;
     } catch (error) {
       if (dropped || signal?.aborted || this.#closed) return null;
-      throw error;
+      throw permissionDeniedOf(error) ?? error;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       if (grace) clearTimeout(grace);

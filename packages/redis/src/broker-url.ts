@@ -1,4 +1,4 @@
-import { KqError, sanitizeUrl, type TransportDescription } from '@kq/core';
+import { KqError, kombuSslFromQuery, resolveTlsOptions, sanitizeUrl, type TransportDescription } from '@kq/core';
 import type { RedisOptions } from 'ioredis';
 import type { ClusterNodeAddress, RedisTransportOptions } from './redis-options';
 
@@ -16,8 +16,8 @@ const DEFAULT_PORT = 6379;
 const DEFAULT_SENTINEL_PORT = 26379;
 
 /**
- * Reads a Kombu broker URL: `redis://[user:pass@]host[:port][/db]`, `rediss://…` (TLS; `?ssl_cert_reqs=none`
- * disables certificate checks as in Kombu), or `sentinel://[:pass@]host:port[/db][;sentinel://host2:port2…]` with
+ * Reads a Kombu broker URL: `redis://[user:pass@]host[:port][/db]`, `rediss://…` (TLS, set by Kombu's query
+ * parameters `ssl_cert_reqs` (`none` disables certificate checks), `ssl_ca_certs`, `ssl_certfile`, `ssl_keyfile`), or `sentinel://[:pass@]host:port[/db][;sentinel://host2:port2…]` with
  * `masterName`. Without a URL, everything comes from `options.redisOptions` (e.g. sentinels given directly).
  */
 export function parseBrokerUrl(url: string | undefined, options: RedisTransportOptions): RedisEndpoint {
@@ -60,12 +60,11 @@ function parseSingle(url: string | undefined, options: RedisTransportOptions): R
   }
   const host = hostOf(first);
   const port = first.port ? Number(first.port) : DEFAULT_PORT;
-  const ssl = scheme === 'rediss';
+  // rediss:// or a `tls` option (Celery's broker_use_ssl / redis_backend_use_ssl) turns TLS on, as in Kombu; the URL's
+  // ssl_* parameters (Kombu's names) and then the option say how.
+  const ssl = scheme === 'rediss' || (options.tls !== undefined && options.tls !== false);
   const connection: RedisOptions = { host, port, db, ...auth };
-  if (ssl) {
-    const certReqs = (first.searchParams.get('ssl_cert_reqs') ?? '').toLowerCase();
-    connection.tls = certReqs === 'none' || certReqs === 'cert_none' ? { rejectUnauthorized: false } : {};
-  }
+  if (ssl) connection.tls = resolveTlsOptions(true, scheme === 'rediss' ? kombuSslFromQuery(first.searchParams) : undefined, options.tls);
   return {
     connection,
     db,

@@ -1,4 +1,4 @@
-import { ConnectionLost, KqError, isRecoverable } from '@kq/core';
+import { ConnectionLost, KqError, PermissionDenied, isRecoverable } from '@kq/core';
 
 /**
  * ioredis reports a lost or unusable connection with plain Errors (no code): a command written while the socket was
@@ -27,6 +27,8 @@ export function isConnectionError(error: unknown): boolean {
  * policy retry a publish through a Redis outage as they do through a RabbitMQ one; other errors pass unchanged.
  */
 export function rethrowRecoverable(error: unknown): never {
+  const refused = permissionDeniedOf(error);
+  if (refused) throw refused;
   if (!(error instanceof KqError) && isConnectionError(error)) {
     throw new ConnectionLost(`Lost the connection to Redis (${describeError(error)}); the operation can be retried once it is back.`, {
       cause: error,
@@ -37,4 +39,29 @@ export function rethrowRecoverable(error: unknown): never {
 
 export function describeError(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/**
+ * A Redis ACL refusal as a `PermissionDenied` naming the command, so it is reported once and not retried like an
+ * outage; undefined for anything else. A command sent directly is refused with `NOPERM` (ioredis puts the command on
+ * the error); one run by a Lua script with "ERR The user executing the script can't run this command", naming only
+ * the script's line, so the command is read from `script`'s source at that line.
+ */
+export function permissionDeniedOf(error: unknown, script?: { name: string; source: string }): PermissionDenied | undefined {
+  if (error instanceof PermissionDenied) return error;
+  if (!(error instanceof Error)) return undefined;
+  const text = error.message.replace(/\s+/g, ' ');
+  const fix = "Grant it in that user's ACL (docs/security.md lists what kq needs).";
+  if (/^NOPERM\b/.test(error.message)) {
+    const sent = (error as { command?: { name?: unknown } }).command;
+    const named = /run the '([^']+)' command/.exec(error.message)?.[1];
+    const command = (named ?? (typeof sent?.name === 'string' ? sent.name : 'a command')).toUpperCase();
+    return new PermissionDenied(command, `Redis refused ${command} for the user kq connects as: ${text}. ${fix}`, { cause: error });
+  }
+  const line = /^ERR The user executing the script can't run this command.*@user_script:(\d+)/.exec(error.message)?.[1];
+  if (line === undefined) return undefined;
+  const source = script?.source.split('\n')[Number(line) - 1] ?? '';
+  const command = (/redis\.p?call\(\s*'([A-Za-z]+)'/.exec(source)?.[1] ?? 'a command').toUpperCase();
+  const where = script ? ` in kq's ${script.name} script` : ' in a Lua script';
+  return new PermissionDenied(command, `Redis refused ${command}${where} for the user kq connects as: ${text}. ${fix}`, { cause: error });
 }

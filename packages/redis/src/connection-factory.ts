@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisEndpoint } from './broker-url';
 import type { ClusterNodeAddress } from './redis-options';
+import { guardTls } from './tls-guard';
 
 /** A command connection: one server, or (cluster mode) ioredis's `Cluster`, which routes each command by its key's slot. */
 export type RedisClient = Redis | Cluster;
@@ -94,7 +95,8 @@ export class ConnectionFactory {
   create(role: string, overrides: RedisOptions = {}, node?: { host: string; port: number }): Redis {
     const client = new Redis({ ...this.#nodeOptions(role), ...(node ? { host: node.host, port: node.port } : {}), ...overrides });
     client.on('error', (error: Error) => this.#options.onError(error, role));
-    return client;
+    const { host, port } = client.options;
+    return guardTls(client, `${this.#options.endpoint.description.ssl ? 'rediss' : 'redis'}://${host ?? 'localhost'}:${port ?? 6379}`);
   }
 
   #nodeOptions(role: string): RedisOptions {

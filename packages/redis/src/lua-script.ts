@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from './connection-factory';
+import { permissionDeniedOf } from './connection-errors';
 
 export type ScriptArgument = string | number | Buffer;
 
@@ -20,10 +21,15 @@ export class LuaScript {
 
   async run(client: RedisClient, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      try {
+        return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return await client.eval(this.source, keys.length, ...keys, ...args);
+      }
     } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return client.eval(this.source, keys.length, ...keys, ...args);
+      // An ACL refusal inside the script names only its line: said as the command on that line.
+      throw permissionDeniedOf(error, this) ?? error;
     }
   }
 }

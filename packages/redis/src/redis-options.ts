@@ -1,4 +1,4 @@
-import type { VirtualTransportOptions } from '@kq/core';
+import type { TlsOption, VirtualTransportOptions } from '@kq/core';
 import type { RedisOptions } from 'ioredis';
 
 /** Where kq reports what it could not do quietly (malformed envelopes, failed sweeps). Default: `console`. */
@@ -78,6 +78,12 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
    * concurrent commands back to back, and the benchmark measured kq faster without it.
    */
   autoPipelining?: boolean;
+  /**
+   * TLS, by kq's names (`{ caFile, certFile, keyFile, certReqs }`) or Kombu's (`{ ssl_ca_certs, ssl_certfile,
+   * ssl_keyfile, ssl_cert_reqs }`, Celery's `broker_use_ssl`; `ssl` is accepted as this option's name too). Given, it
+   * turns TLS on for a `redis://` URL as well; it wins over a `rediss://` URL's parameters. See docs/security.md.
+   */
+  tls?: TlsOption;
   /** Passed to every ioredis connection (TLS, sentinels, timeouts, retryStrategy...); kq's own settings win. */
   redisOptions?: RedisOptions;
   logger?: RedisTransportLogger;
@@ -98,6 +104,8 @@ const KOMBU_OPTION_NAMES: Readonly<Record<string, keyof RedisTransportOptions>> 
   unacked_restore_limit: 'unackedRestoreLimit',
   master_name: 'masterName',
   client_name: 'connectionName',
+  ssl: 'tls',
+  broker_use_ssl: 'tls',
 };
 
 /**

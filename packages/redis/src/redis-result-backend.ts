@@ -8,10 +8,12 @@ import {
   type ResultBackend,
   type ResultMeta,
   type StoreResultOptions,
+  type TlsOption,
   type WaitForResultOptions,
 } from '@kq/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
+import { guardTls, tlsFailureFor } from './tls-guard';
 import { knownNodes } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
@@ -35,6 +37,11 @@ export interface RedisResultBackendOptions {
   db?: number;
   /** Sentinel: the monitored master's name (Celery's transport option `master_name`). Required for `sentinel://`. */
   masterName?: string;
+  /**
+   * TLS by kq's names or Kombu's (Celery's `redis_backend_use_ssl`; `ssl` is accepted as this option's name too); given,
+   * it turns TLS on for a `redis://` URL as well. See the transport's `tls` option.
+   */
+  tls?: TlsOption;
   /** Passed to both ioredis connections (TLS, timeouts, retryStrategy...); kq's own settings win. */
   redisOptions?: RedisOptions;
   /** Prefix of the CLIENT SETNAME of the backend's connections: `<prefix>.results.<id>.cmd` / `.sub`. Default `kq`. */
@@ -117,19 +124,24 @@ export class RedisResultBackend implements ResultBackend {
   readonly #released = new Set<string>();
   #unsubscribeTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The server as `redis[s]://host:port`, for TLS failures. */
+  readonly #target: string;
 
   constructor(url: string | undefined, options: RedisResultBackendOptions = {}) {
     const endpoint = parseBrokerUrl(url, {
       ...(options.db !== undefined ? { db: options.db } : {}),
       ...(options.masterName !== undefined ? { masterName: options.masterName } : {}),
       ...(options.redisOptions !== undefined ? { redisOptions: options.redisOptions } : {}),
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
     });
     this.taskKeyPrefix = withGlobalPrefix(options.keyPrefix ?? '') + TASK_KEY_PREFIX;
     this.#expiresMs = options.resultExpiresMs ?? DEFAULT_EXPIRES_MS;
     if (!Number.isFinite(this.#expiresMs) || this.#expiresMs < 0) {
       throw new KqError(`resultExpiresMs must be a number of milliseconds ≥ 0 (0 keeps results forever), not ${String(this.#expiresMs)}.`);
     }
-    this.#connectionOptions = { ...options.redisOptions, ...endpoint.connection, lazyConnect: true };
+    const tls = endpoint.connection.tls || options.redisOptions?.tls ? { ...endpoint.connection.tls, ...options.redisOptions?.tls } : undefined;
+    this.#connectionOptions = { ...options.redisOptions, ...endpoint.connection, ...(tls ? { tls } : {}), lazyConnect: true };
+    this.#target = `${tls ? 'rediss' : 'redis'}://${endpoint.description.hostname}:${endpoint.description.port ?? 6379}`;
     this.#connectionName = `${(options.connectionName ?? 'kq').replace(/\s+/g, '_')}.results.${randomUUID().slice(0, 8)}`;
     this.#maxEarly = options.maxEarlySubscriptions ?? 10_000;
     this.#logger = options.logger;
@@ -262,7 +274,7 @@ export class RedisResultBackend implements ResultBackend {
     const client = new Redis({ ...this.#connectionOptions, connectionName: `${this.#connectionName}.${role}`, ...overrides });
     // Failures reach the callers of the operations; the events only go to the logger (ioredis would print them).
     client.on('error', (error: Error) => this.#logger?.warn(`kq result backend (${role}): ${error.message}`));
-    return client;
+    return guardTls(client, this.#target);
   }
 
   #connectCluster(nodes: readonly ClusterNodeAddress[]): Cluster {
@@ -425,6 +437,9 @@ export class RedisResultBackend implements ResultBackend {
 
   #assertOpen(): void {
     if (this.#closed) throw closedError();
+    // A TLS failure ended the connection for good (see guardTls): say why, rather than "Connection is closed".
+    const tlsFailure = tlsFailureFor(this.#client) ?? tlsFailureFor(this.#subscriber);
+    if (tlsFailure) throw tlsFailure;
   }
 }
 
@@ -454,6 +469,8 @@ function normaliseResultBackendOptions(options: Record<string, unknown>): RedisR
   const masterName = pick(options['masterName'], options['master_name'], transport['master_name']);
   if (masterName !== undefined) result.masterName = expect('masterName', masterName, 'string');
   if (isRecord(options['redisOptions'])) result.redisOptions = options['redisOptions'] as RedisOptions;
+  const tls = pick(options['tls'], options['ssl'], options['redis_backend_use_ssl']);
+  if (tls !== undefined) result.tls = tls as TlsOption;
   if (typeof options['connectionName'] === 'string') result.connectionName = options['connectionName'];
   const ordered = pick(options['chordOrdered'], options['result_chord_ordered'], transport['result_chord_ordered']);
   if (ordered !== undefined) result.chordOrdered = expect('chordOrdered', ordered, 'boolean');

@@ -21,6 +21,7 @@ import { ClusterBlockingPool } from './cluster-blocking-pool';
 import { knownNodes } from './cluster-routing';
 import { ClusterQueues } from './cluster-queues';
 import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
+import { tlsFailureFor } from './tls-guard';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory, RedisClient } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
@@ -207,6 +208,9 @@ export class RedisStore implements VirtualStore {
     } catch (error) {
       commands.disconnect();
       subscriber.disconnect();
+      // ioredis rejects with "Connection is closed"; the TLS failure that closed it is the cause worth naming.
+      const tlsFailure = tlsFailureFor(commands) ?? tlsFailureFor(subscriber);
+      if (tlsFailure) throw tlsFailure;
       throw new ConnectionLost(`Cannot connect to Redis: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     // ioredis selects the database on its own and, when the server refuses the number, carries on in database 0:

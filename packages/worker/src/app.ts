@@ -168,7 +168,10 @@ export class App implements AppContract {
   /** The broker connection (created on first use). */
   get connection(): Connection {
     this.#connection ??= new Connection(this.conf.broker, {
-      transportOptions: this.conf.brokerTransportOptions,
+      transportOptions: {
+        ...this.conf.brokerTransportOptions,
+        ...(this.conf.brokerUseSsl === null || this.conf.brokerUseSsl === false ? {} : { tls: this.conf.brokerUseSsl }),
+      },
       retryPolicy: this.conf.taskPublishRetryPolicy,
       maxMessageSize: this.conf.maxMessageSize,
       // Celery's worker: 2 s, 4 s, 6 s … at most 30 s apart, `broker_connection_max_retries` times.
@@ -197,6 +200,7 @@ export class App implements AppContract {
     }
     const pending = createResultBackend(this.conf.backend, {
       ...this.conf.resultBackendTransportOptions,
+      ...(this.conf.redisBackendUseSsl === null || this.conf.redisBackendUseSsl === false ? {} : { tls: this.conf.redisBackendUseSsl }),
       connection: this.connection,
       oid: this.threadOid,
       resultExpiresMs: this.conf.resultExpires * 1000,

@@ -1,5 +1,5 @@
 import type { LogFormat } from './logger';
-import { DEFAULT_MAX_MESSAGE_SIZE, type Queue, type QueueType, type RetryPolicy } from '@kq/core';
+import { DEFAULT_MAX_MESSAGE_SIZE, type Queue, type QueueType, type RetryPolicy, type TlsOption } from '@kq/core';
 
 /** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */
 export interface Route {
@@ -38,11 +38,19 @@ export interface AppConfig {
    */
   maxMessageSize: number | null;
   /**
+   * `broker_use_ssl`: TLS to the broker by Kombu's names (`{ ssl_cert_reqs, ssl_ca_certs, ssl_certfile, ssl_keyfile }`,
+   * py-amqp's `ca_certs`/`certfile`/`keyfile`/`cert_reqs`) or kq's (`{ caFile, certFile, keyFile, certReqs }`), or
+   * true. Turns TLS on for redis:// and amqp:// URLs too; PostgreSQL takes libpq's `sslmode`/`sslrootcert` in the URL.
+   */
+  brokerUseSsl: TlsOption | null;
+  /**
    * `broker_connection_max_retries`: connect attempts before a worker gives up on an unreachable broker, each one
    * logged (2 s, 4 s, … up to 30 s apart, as Celery); null retries for ever. One-shot CLI commands try once.
    */
   brokerConnectionMaxRetries: number | null;
   resultBackendTransportOptions: Record<string, unknown>;
+  /** `redis_backend_use_ssl`: TLS to a Redis result backend, by the same names as `brokerUseSsl`. */
+  redisBackendUseSsl: TlsOption | null;
   taskDefaultQueue: string;
   /** null ⇒ the queue name. */
   taskDefaultExchange: string | null;
@@ -159,8 +167,10 @@ export const DEFAULT_CONFIG: Readonly<AppConfig> = {
   backend: null,
   brokerTransportOptions: {},
   maxMessageSize: DEFAULT_MAX_MESSAGE_SIZE,
+  brokerUseSsl: null,
   brokerConnectionMaxRetries: 100,
   resultBackendTransportOptions: {},
+  redisBackendUseSsl: null,
   taskDefaultQueue: 'celery',
   taskDefaultExchange: null,
   taskDefaultExchangeType: 'direct',

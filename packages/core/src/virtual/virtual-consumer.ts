@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ChannelClosed } from '../errors';
+import { ChannelClosed, PermissionDenied } from '../errors';
 import { RoundRobinCycle } from '../round-robin-cycle';
 import type { ConsumeOptions, ConsumerHandle } from '../transport';
 import type { Claim, StoredMessage } from './virtual-store';
@@ -183,6 +183,9 @@ export class VirtualConsumer implements ConsumerHandle {
         if (this.#cancelled) break;
         if (error instanceof ChannelClosed) break;
         this.#channel.reportError(error);
+        // The broker's user may not do what consuming needs: retrying would refuse again, and flood the log with it.
+        // Said once; the consumer stops, and consumes again once re-created (after the ACL is fixed).
+        if (error instanceof PermissionDenied) break;
         // Back off so a broken store does not spin the CPU, but keep consuming: the store may recover.
         failures++;
         await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** failures, 2000)));

@@ -14,6 +14,23 @@ app.conf.worker_hijack_root_logger = False
 app.conf.result_expires = 600
 app.conf.result_extended = os.environ.get("KQ_INTEROP_RESULT_EXTENDED") == "1"
 app.conf.event_exchange = os.environ.get("KQ_INTEROP_EVENT_EXCHANGE", "celeryev")
+
+def _ssl_options(variable):
+    """broker_use_ssl / redis_backend_use_ssl from JSON, with cert_reqs given by name (CERT_REQUIRED)."""
+    import json
+    import ssl
+
+    options = json.loads(os.environ[variable])
+    for name in ("ssl_cert_reqs", "cert_reqs"):
+        if isinstance(options.get(name), str):
+            options[name] = getattr(ssl, options[name])
+    return options
+
+
+if os.environ.get("KQ_INTEROP_BROKER_USE_SSL"):
+    app.conf.broker_use_ssl = _ssl_options("KQ_INTEROP_BROKER_USE_SSL")
+if os.environ.get("KQ_INTEROP_BACKEND_USE_SSL"):
+    app.conf.redis_backend_use_ssl = _ssl_options("KQ_INTEROP_BACKEND_USE_SSL")
 if os.environ.get("KQ_INTEROP_ACCEPT"):
     app.conf.accept_content = os.environ["KQ_INTEROP_ACCEPT"].split(",")
 if os.environ.get("KQ_INTEROP_SECURITY_DIR"):

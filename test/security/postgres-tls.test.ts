@@ -1,0 +1,110 @@
+/**
+ * PostgreSQL over TLS on a private server (`ssl=on`) with certificates made by openssl for the test: the transport
+ * and the result backend with libpq's `sslmode=verify-full` and `sslrootcert` in the URL (how Celery's SQLAlchemy URLs
+ * carry them); a worker, a client with results and the dashboard over it (beat needs a Redis or RabbitMQ lease); and
+ * an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
+ */
+import { Connection, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
+import { freePort, makeTestCertificates, serverAvailable, type TestCertificates } from '@kq/test-harness';
+import { PostgresNode } from '@kq/test-harness/postgres-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dashboard } from '@kq/dashboard';
+import { PostgresResultBackend, PostgresTransport } from '@kq/postgres';
+import { App, Logger } from '@kq/worker';
+
+const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/initdb'], 'PostgreSQL TLS tests (a private server)');
+const quiet = { warn: () => undefined };
+
+function message(text: string): OutgoingMessage {
+  return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
+}
+
+describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-full)', () => {
+  let certs: TestCertificates;
+  let node: PostgresNode;
+  const verifyFull = (ca: string): string => `postgresql://postgres@127.0.0.1:${node.port}/postgres?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`;
+
+  beforeAll(async () => {
+    certs = await makeTestCertificates();
+    node = new PostgresNode(await freePort(), { tls: { server: certs.server, ca: certs.ca } });
+    await node.start();
+  }, 60_000);
+  afterAll(async () => {
+    await node?.destroy();
+  }, 30_000);
+
+  it('moves a message and a result over verify-full TLS', async () => {
+    const transport = new PostgresTransport(verifyFull(certs.ca), { logger: quiet });
+    const backend = new PostgresResultBackend(verifyFull(certs.ca), { logger: quiet });
+    try {
+      const channel = await transport.createChannel();
+      await channel.declareQueue(new Queue('tls'));
+      await channel.publish('', 'tls', message('over tls'));
+      expect((await channel.get('tls', { noAck: true }))?.body.toString()).toBe('over tls');
+      await backend.store({ task_id: 'tls-pg', status: 'SUCCESS', result: 7, traceback: null, children: [], date_done: null });
+      expect(await backend.get('tls-pg')).toMatchObject({ status: 'SUCCESS', result: 7 });
+    } finally {
+      await transport.close();
+      await backend.close();
+    }
+  });
+
+  it('runs a worker, a client with results and the dashboard over verify-full TLS', async () => {
+    const url = verifyFull(certs.ca);
+    const quietLog = new Logger('pg-tls', { level: 'critical', sink: () => undefined });
+    const makeApp = (name: string): App => new App(name, { broker: url, backend: url, taskDefaultQueue: 'pg-tls', controlExchange: 'pgtls', eventExchange: 'pgtls.ev' });
+    const app = makeApp('pg-tls');
+    app.task('pg.add', (_ctx, x: number, y: number) => x + y);
+    const worker = app.worker({ hostname: 'kq@pg-tls', concurrency: 2, logger: quietLog, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    const client = makeApp('pg-tls-client');
+    const dashboard = new Dashboard({ app: makeApp('pg-tls-dashboard'), port: 0, logger: quietLog, inspectTimeoutMs: 1000 });
+    try {
+      await worker.start();
+      expect(await (await client.sendTask<number>('pg.add', [2, 3])).get({ timeout: 15_000 })).toBe(5);
+      const base = await dashboard.start();
+      const workers = (await (await fetch(`${base.replace(/\/$/, '')}/api/workers?refresh=1`)).json()) as Record<string, unknown>;
+      expect(Object.keys(workers)).toContain('kq@pg-tls');
+    } finally {
+      await dashboard.close();
+      await dashboard.app.close();
+      await worker.stop({ cold: true });
+      await client.close();
+      await app.close();
+    }
+  }, 60_000);
+
+  async function firstFailure(url: string): Promise<{ failure: unknown; retries: number }> {
+    const connection = new Connection(url, {
+      transportOptions: { logger: quiet },
+      connectRetryPolicy: { intervalStart: 50, intervalStep: 0, intervalMax: 50 },
+    });
+    let retries = 0;
+    connection.on('retrying', () => retries++);
+    connection.on('error', () => undefined);
+    try {
+      return { failure: await connection.connect().then(() => undefined, (error: unknown) => error), retries };
+    } finally {
+      await connection.close();
+    }
+  }
+
+  const wrong = [
+    { name: 'a certificate from a CA the client does not trust', server: () => certs.server, ca: () => certs.otherCa, code: 'SELF_SIGNED_CERT_IN_CHAIN' },
+    { name: 'an expired certificate', server: () => certs.expired, ca: () => certs.ca, code: 'CERT_HAS_EXPIRED' },
+    { name: 'a certificate for another host', server: () => certs.wrongHost, ca: () => certs.ca, code: 'ERR_TLS_CERT_ALTNAME_INVALID' },
+  ];
+  for (const { name, server, ca, code } of wrong) {
+    it(`fails the first connect attempt on ${name}, with one line naming it (${code})`, async () => {
+      await node.replaceCertificate(server());
+      try {
+        const { failure, retries } = await firstFailure(verifyFull(ca()));
+        expect(failure).toBeInstanceOf(TlsFailure);
+        expect((failure as TlsFailure).code).toBe(code);
+        expect((failure as TlsFailure).message).toMatch(new RegExp(`^TLS connection to postgresql://postgres@127\\.0\\.0\\.1:${node.port}/postgres failed: `));
+        expect(retries).toBe(0);
+      } finally {
+        await node.replaceCertificate(certs.server);
+      }
+    });
+  }
+});
