@@ -297,6 +297,8 @@ for (const [name, errorClass] of Object.entries({
   TransportNotInstalled,
   DuplicatePackageCopies,
   SecurityError,
+  TlsFailure,
+  PermissionDenied,
 })) {
   brandClass(errorClass, `@kq/core:${name}`);
 }
