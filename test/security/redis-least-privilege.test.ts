@@ -164,4 +164,27 @@ describe.skipIf(!canRun)('a least-privileged Redis user over mutual TLS', () => 
       await transport.close();
     }
   });
+
+  it('stops a worker whose consumer the ACL refuses, saying why, rather than leaving it up consuming nothing', async () => {
+    const app = new App('least-privilege-fatal', {
+      broker: url.replace('kq:kq-secret@', 'kq-no-brpop:kq-secret@'),
+      brokerTransportOptions: { global_keyprefix: prefix },
+      brokerConnectionMaxRetries: 0,
+    });
+    const lines: string[] = [];
+    const worker = app.worker({ concurrency: 1, logger: new Logger('w', { level: 'info', sink: (record) => lines.push(record.message) }), cluster: { mingle: false, gossip: false } });
+    const fatal = new Promise<Error>((resolve) => worker.once('fatal', resolve));
+    const stopped = new Promise<void>((resolve) => worker.once('shutdown', resolve));
+    try {
+      await worker.start();
+      const error = await fatal;
+      expect(error).toBeInstanceOf(PermissionDenied);
+      expect((error as PermissionDenied).command).toBe('BRPOP');
+      await stopped;
+      expect(lines.some((line) => line.includes('Stopping: this worker cannot consume'))).toBe(true);
+    } finally {
+      await worker.stop();
+      await app.close();
+    }
+  });
 });

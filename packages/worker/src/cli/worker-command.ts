@@ -169,8 +169,11 @@ async function runWorker(flags: WorkerFlags, command: Command): Promise<void> {
     instance.installSignalHandlers(() => {
       void Promise.resolve(beat?.stop()).finally(() => exit(0));
     });
+    // A worker that cannot go on (the broker refuses what consuming needs) stops itself: leave with 1.
+    let exitCode = 0;
+    instance.once('fatal', () => (exitCode = 1));
     // The remote `shutdown` command stops the worker without a signal: leave then too, as a Celery worker does.
-    instance.once('shutdown', () => void Promise.resolve(beat?.stop()).finally(() => exit(0)));
+    instance.once('shutdown', () => void Promise.resolve(beat?.stop()).finally(() => exit(exitCode)));
     await instance.start();
     await beat?.start();
   } catch (error) {

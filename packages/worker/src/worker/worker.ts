@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, PermissionDenied, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { jsonLogSink } from '../log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -86,6 +86,11 @@ export type WorkerEvents = {
   /** A task message named a task this worker does not have (Celery sends `task-failed` for it). */
   unknownTask: [taskId: string, name: string];
   shutdown: [];
+  /**
+   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`).
+   * Retrying would be refused again, and a worker that stays up consuming nothing looks healthy while it is not.
+   */
+  fatal: [error: Error];
   error: [error: Error];
 };
 
@@ -279,7 +284,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       decode: false,
       onMessage: (_body, delivery) => this.#receive(delivery),
     });
-    consumer.on('error', (error) => this.log.error(`consumer: ${error.message}`));
+    consumer.on('error', (error) => {
+      this.log.error(`consumer: ${error.message}`);
+      if (error instanceof PermissionDenied) {
+        this.log.critical('Stopping: this worker cannot consume until the broker user is granted that command.');
+        this.emit('fatal', error);
+        void this.stop();
+      }
+    });
     // Refused by the consumer before the worker sees it (a body over maxMessageSize): reported as the worker's own.
     consumer.on('rejected', (delivery, reason) => {
       this.#reportRejected(delivery, reason);
