@@ -1,4 +1,5 @@
 import { pythonRepr, type ResultBackend, type TaskState } from '@kq/core';
+import { runAsCurrentTask } from '../current-task';
 import { ChordError, TaskFailedError } from '../errors';
 import { formatIsoDate, type SignatureJson } from '../protocol/index';
 import { exceptionInfo, GroupResult, resultFromTuple } from '../results/index';
@@ -12,6 +13,8 @@ export interface ChordMember {
   readonly group: string | null;
   readonly groupIndex: number | null;
   readonly chord: SignatureJson | null;
+  /** The finished task's root, for a body that has none of its own. */
+  readonly rootId?: string | null;
 }
 
 /** States whose result fails the chord (Celery's PROPAGATE_STATES). */
@@ -55,7 +58,10 @@ export async function onChordPartReturn(
     await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log);
     return;
   }
-  await sendChordBody(app, backend, callback, values, log);
+  // Celery sends the body from inside the header task that completed the join (its current worker task), so what
+  // the body does not name itself takes that task as parent: the first step of a chain body, for one.
+  const sender = { request: { id: member.id, rootId: member.rootId ?? null }, children: [] };
+  await runAsCurrentTask(sender, () => sendChordBody(app, backend, callback, values, log));
 }
 
 /** Sends the body with the header's results; if it cannot be sent, fails it (Celery: `Callback error: ...`). */

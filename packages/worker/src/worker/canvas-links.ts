@@ -54,7 +54,13 @@ export async function sendErrbacks(app: AppContract, log: Logger, message: TaskM
 export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown): Promise<void> {
   if (!message.chord || !message.group) return;
   try {
-    await onChordPartReturn(app, { id: message.id, group: message.group, groupIndex: message.groupIndex, chord: message.chord }, state, result, (line) => log.error(line));
+    await onChordPartReturn(
+      app,
+      { id: message.id, group: message.group, groupIndex: message.groupIndex, chord: message.chord, rootId: message.rootId },
+      state,
+      result,
+      (line) => log.error(line),
+    );
   } catch (error) {
     log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describe(error)}`);
   }
@@ -84,7 +90,13 @@ export async function failRemainingChain(app: AppContract, log: Logger, message:
       if (taskId && chord && typeof chord === 'object') {
         await onChordPartReturn(
           app,
-          { id: taskId, group: groupId, groupIndex: typeof options['group_index'] === 'number' ? options['group_index'] : null, chord: chord as SignatureJson },
+          {
+            id: taskId,
+            group: groupId,
+            groupIndex: typeof options['group_index'] === 'number' ? options['group_index'] : null,
+            chord: chord as SignatureJson,
+            rootId: typeof options['root_id'] === 'string' ? options['root_id'] : null,
+          },
           state,
           info,
           (line) => log.error(line),

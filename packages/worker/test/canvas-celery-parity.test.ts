@@ -1,0 +1,52 @@
+import { MemoryBroker } from '@kq/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { App } from '../src/app';
+import { chain, chord, group } from '../src/canvas/index';
+import { Logger } from '../src/logger';
+import { GroupResult } from '../src/results/index';
+import type { Worker } from '../src/worker/worker';
+
+/*
+ * What Celery's own integration suite (t/integration, run by `pnpm test:celery-suite`) found kq doing differently
+ * from a Python worker, one test per cause, on memory:// so they run without brokers.
+ */
+
+let seq = 0;
+
+describe('canvas as Celery records it', () => {
+  let app: App;
+  let worker: Worker;
+
+  beforeEach(() => {
+    seq++;
+    const name = `canvas-parity-${seq}`;
+    MemoryBroker.reset(name);
+    app = new App('test', { broker: `memory://${name}`, backend: `memory://${name}` });
+  });
+
+  afterEach(async () => {
+    await worker?.stop({ cold: true });
+    await app.close();
+  });
+
+  const start = async (): Promise<void> => {
+    worker = app.worker({ hostname: `parity${seq}@test`, concurrency: 4, logger: new Logger('test', { level: 'error', sink: () => undefined }) });
+    await worker.start();
+  };
+
+  it("a chord's chain body starts as the child of the header task that completed the join, under the canvas's root", async () => {
+    const ids = app.task('t.ids', (ctx, i: number) => [ctx.request.rootId, ctx.request.parentId, i]);
+    await start();
+    const root = ids.si(1);
+    const rootId = root.freeze().id;
+    const result = await chain(root, chord(group([2, 3, 4].map((i) => ids.si(i))), chain(ids.si(5), ids.si(6)))).delay();
+    expect(await result.get({ timeout: 5000 })).toEqual([rootId, result.parent?.id, 6]);
+    const bodyStart = result.parent as typeof result;
+    const [bodyRoot, bodyParent, value] = (await bodyStart.get({ timeout: 5000 })) as [string, string, number];
+    expect(value).toBe(5);
+    expect(bodyRoot).toBe(rootId);
+    const header = bodyStart.parent;
+    expect(header).toBeInstanceOf(GroupResult);
+    expect((header as GroupResult).results.map((member) => member.id)).toContain(bodyParent);
+  });
+});
