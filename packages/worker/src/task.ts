@@ -2,7 +2,7 @@ import { KqError } from '@kq/core';
 import type { ApplyOptions, TaskCall } from './apply-options';
 import { Chunks, MapSignature, Signature, toWireOptions, type SignatureOptions } from './canvas/index';
 import { runAsCurrentTask } from './current-task';
-import type { AsyncResult } from './results/index';
+import { AsyncResult, GroupResult } from './results/index';
 import type { TaskApp } from './task-app';
 import { bindArguments, parseParameters, type KwargsOf, type TaskParameter } from './task-arguments';
 import type { TaskContext } from './task-context';
@@ -87,11 +87,16 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
     this.functionName = name.slice(name.lastIndexOf('.') + 1) || name;
   }
 
-  /** Calls the function for a received request, with its keyword arguments bound to the declared parameters. */
-  invoke(context: TaskContext): R | Promise<R> {
+  /**
+   * Calls the function for a received request, with its keyword arguments bound to the declared parameters. A
+   * returned result (a task returning the AsyncResult of what it sent) is given as its `asTuple()`, as Celery stores
+   * one (`prepare_value`): the id, the parents and a group's members, which a Python caller rebuilds.
+   */
+  invoke(context: TaskContext): unknown {
     const { args, kwargs } = context.request;
     const bound = (this.options.rawArguments ? args : bindArguments(this.functionName, this.parameters, args, kwargs)) as A;
-    return runAsCurrentTask(context, () => this.fn(context, ...bound));
+    const value = runAsCurrentTask(context, () => this.fn(context, ...bound));
+    return value instanceof Promise ? value.then(resultAsTuple) : resultAsTuple(value);
   }
 
   /** Sends the task with these positional arguments. */
@@ -169,4 +174,8 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
   chunks(items: readonly A[], size: number): Chunks<Awaited<R>> {
     return new Chunks<Awaited<R>>(this.s(), items, size, {}, this.app);
   }
+}
+
+function resultAsTuple(value: unknown): unknown {
+  return value instanceof AsyncResult || value instanceof GroupResult ? value.asTuple() : value;
 }

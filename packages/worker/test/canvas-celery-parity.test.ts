@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { chain, chord, group } from '../src/canvas/index';
 import { Logger } from '../src/logger';
-import { GroupResult } from '../src/results/index';
+import { GroupResult, type AsyncResult } from '../src/results/index';
 import type { Worker } from '../src/worker/worker';
 
 /*
@@ -48,5 +48,21 @@ describe('canvas as Celery records it', () => {
     const header = bodyStart.parent;
     expect(header).toBeInstanceOf(GroupResult);
     expect((header as GroupResult).results.map((member) => member.id)).toContain(bodyParent);
+  });
+
+  it("a task returning an AsyncResult or a GroupResult stores its asTuple(), as Celery's prepare_value does", async () => {
+    const add = app.task('t.add', (_ctx, x: number, y: number) => x + y);
+    let sentChain: AsyncResult | undefined;
+    let sentGroup: GroupResult | undefined;
+    const sendsChain = app.task('t.sends_chain', async () => (sentChain = await chain(add.s(1, 1), add.s(2)).delay()));
+    const sendsGroup = app.task('t.sends_group', async () => (sentGroup = await group([add.s(1, 1), add.s(2, 2)]).delay()));
+    await start();
+    const chainTuple = await (await sendsChain.delay()).get({ timeout: 5000 });
+    expect(chainTuple).toEqual(sentChain?.asTuple());
+    // ((last id, ((first id, None), None)), None): the parent travels along.
+    expect(chainTuple).toEqual([[sentChain?.id, [[sentChain?.parent?.id, null], null]], null]);
+    const groupTuple = await (await sendsGroup.delay()).get({ timeout: 5000 });
+    expect(groupTuple).toEqual(sentGroup?.asTuple());
+    expect((groupTuple as [unknown, unknown[]])[1]).toHaveLength(2);
   });
 });
