@@ -63,6 +63,29 @@ describe('canvas as Celery records it', () => {
     expect(chainTuple).toEqual([[sentChain?.id, [[sentChain?.parent?.id, null], null]], null]);
     const groupTuple = await (await sendsGroup.delay()).get({ timeout: 5000 });
     expect(groupTuple).toEqual(sentGroup?.asTuple());
-    expect((groupTuple as [unknown, unknown[]])[1]).toHaveLength(2);
+    expect((groupTuple as unknown as [unknown, unknown[]])[1]).toHaveLength(2);
+  });
+
+  it("a failed chord stores the body's FAILURE with the errback group it sent as its children", async () => {
+    const add = app.task('t.add', (_ctx, x: number, y: number) => x + y);
+    const tsum = app.task('t.tsum', (_ctx, values: number[]) => values.reduce((a, b) => a + b, 0));
+    const boom = app.task('t.boom', () => {
+      throw new RangeError('no');
+    });
+    const record = app.task('t.record', (_ctx, id: string) => `errback:${id}`);
+    await start();
+    const body = tsum.s();
+    body.linkError(record.s());
+    const result = await chord([add.s(1, 1), boom.s()], body).delay();
+    await expect(result.get({ timeout: 5000 })).rejects.toThrow(/Dependency .* raised/);
+    const meta = await result.meta();
+    expect(meta?.status).toBe('FAILURE');
+    // ((group id, None), [((errback id, None), None)]): one group of the body's errbacks, each sent with its id.
+    const children = meta?.children as Array<[[string, null], Array<[[string, null], null]>]>;
+    expect(children).toHaveLength(1);
+    const errbackIds = children[0]?.[1].map(([[id]]) => id) ?? [];
+    expect(errbackIds).toHaveLength(1);
+    const errbackResult = await app.asyncResult(errbackIds[0] as string);
+    expect(await errbackResult.get({ timeout: 5000 })).toBe(`errback:${result.id}`);
   });
 });

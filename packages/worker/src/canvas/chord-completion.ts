@@ -1,10 +1,11 @@
-import { pythonRepr, type ResultBackend, type TaskState } from '@kq/core';
+import { pythonRepr, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
 import { runAsCurrentTask } from '../current-task';
 import { ChordError, TaskFailedError } from '../errors';
 import { formatIsoDate, type SignatureJson } from '../protocol/index';
 import { exceptionInfo, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';
 import { Chain } from './chain';
+import { Group } from './group';
 import { Signature, type AnySignature } from './signature';
 
 /** What finishing a chord part needs of the finished task's request. */
@@ -75,24 +76,27 @@ export async function sendChordBody(app: CanvasApp, backend: ResultBackend, call
 }
 
 /**
- * Celery's `chord_error_from_stack`: the body's errbacks are sent with its id, and FAILURE(ChordError) is stored as
- * the body's result, so whoever waits on the chord learns why.
+ * Celery's `chord_error_from_stack`: the body's errbacks are sent as one group with its id, and FAILURE(ChordError) is
+ * stored as the body's result with that group as its children (Celery stores the trail of the task it runs in, which
+ * the group just joined), so whoever waits on the chord learns why, and can follow the errbacks.
  */
 export async function failChord(app: CanvasApp, backend: ResultBackend, callback: AnySignature, error: ChordError, log: (message: string) => void): Promise<void> {
   const bodyId = callback.id ?? (callback instanceof Chain ? callback.tasks[callback.tasks.length - 1]?.id : undefined);
   const errbacks = callback.options['link_error'];
-  for (const errback of Array.isArray(errbacks) ? errbacks : []) {
+  const children: ResultTuple[] = [];
+  if (Array.isArray(errbacks) && errbacks.length > 0) {
     try {
-      const signature = errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app);
-      await signature.applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId } : {});
+      const signatures = errbacks.map((errback) => (errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app)));
+      const sent = await new Group(signatures, {}, app).applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId, root_id: bodyId } : {});
+      children.push(sent.asTuple());
     } catch (sendError) {
-      log(`Could not send the errback of chord body ${callback.task}: ${describe(sendError)}`);
+      log(`Could not send the errbacks of chord body ${callback.task}: ${describe(sendError)}`);
     }
   }
   if (!bodyId) return;
   try {
     await backend.store(
-      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children: [], date_done: formatIsoDate(new Date()), task_id: bodyId },
+      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children, date_done: formatIsoDate(new Date()), task_id: bodyId },
       { expiresMs: app.conf.resultExpires * 1000 },
     );
   } catch (storeError) {
