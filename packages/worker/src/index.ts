@@ -25,6 +25,7 @@ export {
   group,
   type AnySignature,
   type CanvasApp,
+  type ErrbackRequest,
   type FreezeOptions,
   type GroupOf,
   type ResultsOf,

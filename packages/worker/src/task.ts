@@ -24,6 +24,14 @@ export interface TaskOptions<N extends readonly string[] = readonly string[]> {
    * variadic tasks, as Python's `*args, **kwargs`). `params` is then ignored.
    */
   rawArguments?: boolean;
+  /**
+   * A new-style errback (Celery's errback whose function takes `(request, exc, traceback)`): linked as an errback
+   * (`linkError`) and the linked task failing on a kq worker, the worker calls it right there, in the failed run, as
+   * `fn(ctx, request: ErrbackRequest, exc, traceback)` (then the signature's own arguments) instead of sending it the
+   * failed task's id; for a failed chord, `request` is the chord's body. Its return value is not stored. Python
+   * workers call errbacks new-style by the function's arity; kq by this flag.
+   */
+  errbackWithRequest?: boolean;
   queue?: string;
   exchange?: string;
   routingKey?: string;

@@ -2,6 +2,8 @@ import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { chain, chord, group } from '../src/canvas/index';
+import { ChordError } from '../src/errors';
+import { type ErrbackRequest, PythonException } from '../src/index';
 import { Logger } from '../src/logger';
 import { GroupResult, type AsyncResult } from '../src/results/index';
 import type { Worker } from '../src/worker/worker';
@@ -87,5 +89,57 @@ describe('canvas as Celery records it', () => {
     expect(errbackIds).toHaveLength(1);
     const errbackResult = await app.asyncResult(errbackIds[0] as string);
     expect(await errbackResult.get({ timeout: 5000 })).toBe(`errback:${result.id}`);
+  });
+
+  describe('new-style errbacks (errbackWithRequest)', () => {
+    const setup = () => {
+      const calls: Array<{ request: ErrbackRequest; error: unknown; traceback: string | null; extra: unknown[] }> = [];
+      const oldStyle: string[] = [];
+      const newStyle = app.task(
+        't.errback_new_style',
+        (_ctx, request: ErrbackRequest, error: unknown, traceback: string | null, ...extra: unknown[]) => {
+          calls.push({ request, error, traceback, extra });
+          return request.id;
+        },
+        { rawArguments: true, errbackWithRequest: true },
+      );
+      const oldStyleTask = app.task('t.errback_old_style', (_ctx, id: string) => {
+        oldStyle.push(id);
+        return id;
+      });
+      const fail = app.task('t.fail', (_ctx, ...args: unknown[]) => {
+        throw new PythonException('t.integration.tasks', 'ExpectedException', ['Task expected to fail', ...args]);
+      }, { rawArguments: true });
+      const identity = app.task('t.identity', (_ctx, x: unknown) => x);
+      return { calls, oldStyle, newStyle, oldStyleTask, fail, identity };
+    };
+
+    it("are called in the failed task's worker with its request, error and traceback; old-style ones are sent its id", async () => {
+      const { calls, oldStyle, newStyle, oldStyleTask, fail } = setup();
+      await start();
+      const result = await fail.applyAsync([1], { linkError: [newStyle.s('extra'), oldStyleTask.s()] });
+      await expect(result.get({ timeout: 5000 })).rejects.toThrow(/Task expected to fail/);
+      await expect.poll(() => calls.length + oldStyle.length, { timeout: 5000 }).toBe(2);
+      expect(calls[0]?.request).toMatchObject({ id: result.id, name: 't.fail', args: [1] });
+      expect(calls[0]?.error).toBeInstanceOf(PythonException);
+      expect(calls[0]?.traceback).toMatch(/ExpectedException/);
+      expect(calls[0]?.extra).toEqual(['extra']);
+      expect(oldStyle).toEqual([result.id]);
+    });
+
+    it("are called with the chord's body as the request when a header task fails the chord", async () => {
+      const { calls, newStyle, fail, identity } = setup();
+      await start();
+      const body = identity.s();
+      body.linkError(newStyle.s());
+      const result = await chord([fail.s()], body).delay();
+      await expect(result.get({ timeout: 5000 })).rejects.toThrow(/ExpectedException/);
+      await expect.poll(() => calls.length, { timeout: 5000 }).toBe(1);
+      expect(calls[0]?.request).toMatchObject({ id: result.id, name: 't.identity' });
+      expect(calls[0]?.error).toBeInstanceOf(ChordError);
+      expect(calls[0]?.traceback).toBeNull();
+      // Nothing was sent, so the body's failure has no errback group as a child.
+      expect((await result.meta())?.children).toEqual([]);
+    });
   });
 });

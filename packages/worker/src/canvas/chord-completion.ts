@@ -5,6 +5,7 @@ import { formatIsoDate, type SignatureJson } from '../protocol/index';
 import { exceptionInfo, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';
 import { Chain } from './chain';
+import type { ErrbackCaller } from './errback-caller';
 import { Group } from './group';
 import { Signature, type AnySignature } from './signature';
 
@@ -33,6 +34,8 @@ export async function onChordPartReturn(
   state: TaskState,
   result: unknown,
   log: (message: string) => void,
+  /** Calls the body's new-style errbacks in-process, when the chord fails here. */
+  callErrbacks?: ErrbackCaller,
 ): Promise<void> {
   const groupId = member.group;
   if (!groupId || !member.chord) return;
@@ -56,7 +59,7 @@ export async function onChordPartReturn(
     }
   } catch (error) {
     log(`Chord ${groupId} raised: ${describe(error)}`);
-    await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log);
+    await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log, callErrbacks);
     return;
   }
   // Celery sends the body from inside the header task that completed the join (its current worker task), so what
@@ -80,15 +83,29 @@ export async function sendChordBody(app: CanvasApp, backend: ResultBackend, call
  * stored as the body's result with that group as its children (Celery stores the trail of the task it runs in, which
  * the group just joined), so whoever waits on the chord learns why, and can follow the errbacks.
  */
-export async function failChord(app: CanvasApp, backend: ResultBackend, callback: AnySignature, error: ChordError, log: (message: string) => void): Promise<void> {
+export async function failChord(
+  app: CanvasApp,
+  backend: ResultBackend,
+  callback: AnySignature,
+  error: ChordError,
+  log: (message: string) => void,
+  callErrbacks?: ErrbackCaller,
+): Promise<void> {
   const bodyId = callback.id ?? (callback instanceof Chain ? callback.tasks[callback.tasks.length - 1]?.id : undefined);
   const errbacks = callback.options['link_error'];
   const children: ResultTuple[] = [];
   if (Array.isArray(errbacks) && errbacks.length > 0) {
     try {
-      const signatures = errbacks.map((errback) => (errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app)));
-      const sent = await new Group(signatures, {}, app).applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId, root_id: bodyId } : {});
-      children.push(sent.asTuple());
+      let signatures = errbacks.map((errback) => (errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app)));
+      if (callErrbacks && bodyId) {
+        // Celery's best-effort request for the body, which never ran: its id, task and arguments.
+        const request = { id: bodyId, name: callback.task, args: callback.args, kwargs: callback.kwargs, rootId: null, parentId: null, group: null };
+        signatures = await callErrbacks(signatures, request, error, null);
+      }
+      if (signatures.length > 0) {
+        const sent = await new Group(signatures, {}, app).applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId, root_id: bodyId } : {});
+        children.push(sent.asTuple());
+      }
     } catch (sendError) {
       log(`Could not send the errbacks of chord body ${callback.task}: ${describe(sendError)}`);
     }

@@ -1,8 +1,10 @@
 import type { TaskState } from '@kq/core';
 import type { AppContract } from '../app-contract';
-import { Group, onChordPartReturn, Signature, type AnySignature } from '../canvas/index';
+import { Group, onChordPartReturn, Signature, type AnySignature, type ErrbackCaller } from '../canvas/index';
 import type { Logger } from '../logger';
 import { formatIsoDate, type SignatureJson, type TaskMessage } from '../protocol/index';
+import type { Task } from '../task';
+import { TaskContext, type TaskRequest } from '../task-context';
 
 /*
  * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,
@@ -38,20 +40,50 @@ export async function sendCallbacks(app: AppContract, log: Logger, message: Task
   }
 }
 
-/** Sends the errbacks (`link_error`) with the failed task's id, as one group (Celery's old-style errbacks). */
-export async function sendErrbacks(app: AppContract, log: Logger, message: TaskMessage): Promise<void> {
+/**
+ * Runs the errbacks (`link_error`) of a failed task: the new-style ones (`errbackWithRequest`) are called here with
+ * the failed request, the others sent as one group with the failed task's id (Celery's old-style errbacks).
+ */
+export async function sendErrbacks(app: AppContract, log: Logger, message: TaskMessage, failure?: { request: TaskRequest; error: unknown; traceback: string | null }): Promise<void> {
   const errbacks = message.errbacks ?? [];
   if (errbacks.length === 0) return;
   try {
-    const signatures = errbacks.map((json) => Signature.fromJSON(json, app));
+    let signatures = errbacks.map((json) => Signature.fromJSON(json, app));
+    if (failure) signatures = await errbackCaller(app, log, failure.request)(signatures, failure.request, failure.error, failure.traceback);
+    if (signatures.length === 0) return;
     await new Group(signatures, {}, app).applyWire([message.id], {}, { parent_id: message.id, root_id: message.rootId ?? message.id });
   } catch (error) {
     log.error(`Could not send the errbacks of ${message.name}[${message.id}]: ${describe(error)}`);
   }
 }
 
+/**
+ * Celery's `_call_task_errbacks` for errbacks registered here as new-style (`errbackWithRequest`): each is called in
+ * this worker, in the failed task's run, as `fn(ctx, request, exc, traceback, ...its own args)`; its return value is
+ * not stored (Celery calls the function, it does not send a task). The rest are returned, to be sent.
+ */
+export function errbackCaller(app: AppContract, log: Logger, running: TaskRequest): ErrbackCaller {
+  return async (errbacks, request, error, traceback) => {
+    const toSend: AnySignature[] = [];
+    for (const errback of errbacks) {
+      const task = app.tasks.get(errback.task) as Task | undefined;
+      if (!task?.options.errbackWithRequest) {
+        toSend.push(errback);
+        continue;
+      }
+      const call: TaskRequest = { ...running, name: task.name, args: [request, error, traceback, ...errback.args], kwargs: errback.kwargs };
+      try {
+        await task.invoke(new TaskContext(app, task, call, new AbortController().signal, log));
+      } catch (errbackError) {
+        log.error(`Errback ${task.name} of ${request.name}[${request.id}] raised: ${describe(errbackError)}`);
+      }
+    }
+    return toSend;
+  };
+}
+
 /** Records the task's part of its chord (when it is in one); the last part sends the chord's body. */
-export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown): Promise<void> {
+export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown, running?: TaskRequest): Promise<void> {
   if (!message.chord || !message.group) return;
   try {
     await onChordPartReturn(
@@ -60,6 +92,8 @@ export async function chordPartReturn(app: AppContract, log: Logger, message: Ta
       state,
       result,
       (line) => log.error(line),
+      // A chord that fails here calls its body's new-style errbacks here, in the run of the part that failed it.
+      running ? errbackCaller(app, log, running) : undefined,
     );
   } catch (error) {
     log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describe(error)}`);

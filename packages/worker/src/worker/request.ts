@@ -100,7 +100,7 @@ export class Request {
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
     const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
     await this.#store('REVOKED', info, null);
-    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info);
+    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
     this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
     await this.#settle('ack');
   }
@@ -213,7 +213,7 @@ export class Request {
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
       if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
-      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
+      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
       release();
       if (this.acksLate) await this.#settle('ack');
       return 'succeeded';
@@ -245,7 +245,7 @@ export class Request {
     worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`, this.logFields());
     await this.#fail(exceptionInfo(error), error.stack ?? null);
     worker.emitTask('failed', this, { exception: error });
-    await sendErrbacks(worker.app, worker.log, this.message);
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: error.stack ?? null });
     const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
     await this.#settle(ackAnyway ? 'ack' : 'reject', describe(error));
     return 'failed';
@@ -338,7 +338,7 @@ export class Request {
       worker.log.log('info', `Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`, this.logFields());
       const info = { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' };
       await this.#store('REVOKED', info, null);
-      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info);
+      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info, this.#requestInfo());
       worker.emitTask('revoked', this, { terminated: true, signum: 15, expired: false });
       await this.#settle('ack');
       return 'revoked';
@@ -348,7 +348,7 @@ export class Request {
     worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
     await this.#fail(exceptionInfo(error), stack);
     worker.emitTask('failed', this, { exception: error });
-    await sendErrbacks(worker.app, worker.log, this.message);
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: stack });
     if (this.acksLate) {
       const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
       await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describe(error));
@@ -440,7 +440,7 @@ export class Request {
   async #fail(info: unknown, traceback: string | null): Promise<void> {
     await this.#store('FAILURE', info, traceback);
     const { app, log } = this.worker;
-    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info);
+    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info, this.#requestInfo());
     if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback);
   }
 
