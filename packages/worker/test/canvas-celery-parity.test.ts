@@ -142,4 +142,25 @@ describe('canvas as Celery records it', () => {
       expect((await result.meta())?.children).toEqual([]);
     });
   });
+
+  it('ctx.addToChord adds a signature, or a whole canvas, to the chord the task runs in: the body waits for it', async () => {
+    const add = app.task('t.add', (_ctx, x: number, y: number) => x + y);
+    const tsum = app.task('t.tsum', (_ctx, values: number[]) => values.reduce((a, b) => a + b, 0));
+    const identity = app.task('t.identity', (_ctx, x: unknown) => x);
+    const addToAll = app.task('t.add_to_all_to_chord', async (ctx, nums: number[], val: number) => {
+      for (const num of nums) await ctx.addToChord(add.s(num, val));
+      return 0;
+    });
+    const addChord = app.task('t.add_chord_to_chord', async (ctx, nums: number[], val: number) => {
+      await ctx.addToChord(chain(group(nums.map((num) => add.s(num, val))), tsum.s()));
+      return 0;
+    });
+    const outside = app.task('t.outside', (ctx) => ctx.addToChord(add.s(1, 1)));
+    await start();
+    const added = await chord([addToAll.s([1, 2, 3], 4)], identity.s()).delay();
+    expect(((await added.get({ timeout: 5000 })) as number[]).sort()).toEqual([0, 5, 6, 7]);
+    const addedChord = await chord([addChord.s([1, 2, 3], 4)], identity.s()).delay();
+    expect(((await addedChord.get({ timeout: 5000 })) as number[]).sort((a, b) => a - b)).toEqual([0, 18]);
+    await expect((await outside.delay()).get({ timeout: 5000 })).rejects.toThrow(/not part of a chord's header/);
+  });
 });
