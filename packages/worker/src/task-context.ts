@@ -1,4 +1,4 @@
-import type { DeliveryInfo, ResultTuple } from '@kq/core';
+import type { DeliveryInfo, MessageProperties, ResultTuple } from '@kq/core';
 import type { ResultNode } from './results/index';
 import type { ApplyOptions } from './apply-options';
 import { Chain, Group, Signature, pipe, type AnySignature } from './canvas/index';
@@ -30,6 +30,11 @@ export interface TaskRequest {
   /** Node name of the worker running it. */
   readonly hostname: string;
   readonly deliveryInfo: DeliveryInfo | null;
+  /**
+   * The message's properties (Celery's `request.properties`): `appId`, `priority`, `correlationId`, `replyTo`... as the
+   * sender set them.
+   */
+  readonly properties: Readonly<MessageProperties>;
   /** Custom headers sent with `applyAsync({ headers })`. */
   readonly headers: Readonly<Record<string, unknown>>;
   /**

@@ -163,4 +163,11 @@ describe('canvas as Celery records it', () => {
     expect(((await addedChord.get({ timeout: 5000 })) as number[]).sort((a, b) => a - b)).toEqual([0, 18]);
     await expect((await outside.delay()).get({ timeout: 5000 })).rejects.toThrow(/not part of a chord's header/);
   });
+
+  it("ctx.request.properties are the message's properties, as Celery's request.properties", async () => {
+    const properties = app.task('t.properties', (ctx) => ({ ...ctx.request.properties }));
+    await start();
+    const result = await properties.applyAsync([], { priority: 3 });
+    expect(await result.get({ timeout: 5000 })).toMatchObject({ priority: 3, correlationId: result.id });
+  });
 });

@@ -482,6 +482,7 @@ export class Request {
       softTimeLimit: message.softTimeLimit,
       hostname: worker.hostname,
       deliveryInfo: delivery.deliveryInfo,
+      properties: delivery.properties,
       headers: message.headers,
       traceparent: this.#trace?.traceparent ?? null,
       message,
