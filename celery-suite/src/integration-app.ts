@@ -421,3 +421,55 @@ app.task(
   // Python's worker calls it in-process because the function takes (request, exc, tb); kq by this flag.
   { rawArguments: true, errbackWithRequest: true },
 );
+
+// Added in Celery 5.5's tasks.py (registered for every version: a 5.2 client never calls them).
+
+app.task(`${MODULE}.mul`, (_ctx, x: number, y: number) => x * y, { params: ['x', 'y'] });
+
+/** `sum(sum(num) if isinstance(num, Iterable) else num for num in nums)`. */
+app.task(`${MODULE}.xsum`, (_ctx, nums: unknown[]) => pythonSum(nums.map((num) => (Array.isArray(num) ? pythonSum(num) : num))), { params: ['nums'] });
+
+/** Upstream's UnpickleableException(foo, bar): its args are `(foo,)`. */
+function unpickleableException(foo: unknown): PythonException {
+  return new PythonException(MODULE, 'UnpickleableException', [foo]);
+}
+
+app.task(
+  `${MODULE}.retry_unpickleable`,
+  (ctx, foo: unknown) => {
+    const retryKwargs = (ctx.request.kwargs['retry_kwargs'] ?? {}) as { countdown?: number; max_retries?: number };
+    return ctx.retry({
+      exc: unpickleableException(foo),
+      ...(retryKwargs.countdown !== undefined ? { countdown: retryKwargs.countdown } : {}),
+      ...(retryKwargs.max_retries !== undefined ? { maxRetries: retryKwargs.max_retries } : {}),
+    });
+  },
+  { rawArguments: true, defaultRetryDelay: 1 },
+);
+
+app.task(
+  `${MODULE}.fail_unpickleable`,
+  (_ctx, foo: unknown) => {
+    throw unpickleableException(foo);
+  },
+  { params: ['foo', 'bar'] },
+);
+
+app.task(
+  `${MODULE}.retry_once_headers`,
+  (ctx) => (ctx.request.retries ? ctx.request.headers : ctx.retry(retryOnceOptions(ctx))),
+  { rawArguments: true, maxRetries: 1 },
+);
+
+app.task(
+  `${MODULE}.redis_echo_group_id`,
+  async (ctx, _previous: unknown, redisKey?: string) => {
+    await redis().rpush(redisKey ?? 'redis-group-ids', ctx.request.group ?? 'None');
+    return null;
+  },
+  { params: ['_', 'redis_key?'] },
+);
+
+app.task(`${MODULE}.replaced_with_me`, () => true, { rawArguments: true });
+
+app.task(`${MODULE}.soft_time_limit_must_exceed_time_limit`, () => null, { rawArguments: true, softTimeLimit: 2, timeLimit: 1 });
