@@ -33,7 +33,7 @@ export interface SuiteRunResult {
 }
 
 /** Private Redis databases for broker and results (inspect ping must reach the run's own worker only). */
-const REDIS_DB: Record<WorkerKind, number> = { kq: 14, celery: 13 };
+const REDIS_DB: Record<WorkerKind, number> = { kq: 10, celery: 11 };
 const PYTHON = '/usr/bin/python3';
 
 export function brokerUrls(broker: BrokerKind, worker: WorkerKind): { broker: string; backend: string } {
