@@ -141,6 +141,17 @@ describe('canvas as Celery records it', () => {
       // Nothing was sent, so the body's failure has no errback group as a child.
       expect((await result.meta())?.children).toEqual([]);
     });
+
+    it('are called with the body when a header chain fails before its end (its last step fails the chord)', async () => {
+      const { calls, newStyle, fail, identity } = setup();
+      await start();
+      const body = identity.s();
+      body.linkError(newStyle.s());
+      const result = await chord([chain(identity.si(42), fail.s(), identity.si(42))], body).delay();
+      await expect(result.get({ timeout: 5000 })).rejects.toThrow(/ExpectedException/);
+      await expect.poll(() => calls.length, { timeout: 5000 }).toBe(1);
+      expect(calls[0]?.request).toMatchObject({ id: result.id, name: 't.identity' });
+    });
   });
 
   it('ctx.addToChord adds a signature, or a whole canvas, to the chord the task runs in: the body waits for it', async () => {

@@ -105,7 +105,15 @@ export async function chordPartReturn(app: AppContract, log: Logger, message: Ta
  * failure (so a caller waiting on the chain's last result learns of it), and a step that was a chord's part records
  * its part, so the chord does not wait forever.
  */
-export async function failRemainingChain(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, info: unknown, traceback: string | null): Promise<void> {
+export async function failRemainingChain(
+  app: AppContract,
+  log: Logger,
+  message: TaskMessage,
+  state: TaskState,
+  info: unknown,
+  traceback: string | null,
+  running?: TaskRequest,
+): Promise<void> {
   const chain = message.chain ?? [];
   if (chain.length === 0) return;
   const backend = await app.backend().catch(() => null);
@@ -134,6 +142,7 @@ export async function failRemainingChain(app: AppContract, log: Logger, message:
           state,
           info,
           (line) => log.error(line),
+          running ? errbackCaller(app, log, running) : undefined,
         );
       }
     } catch (error) {

@@ -441,7 +441,7 @@ export class Request {
     await this.#store('FAILURE', info, traceback);
     const { app, log } = this.worker;
     if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info, this.#requestInfo());
-    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback);
+    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback, this.#requestInfo());
   }
 
   /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
