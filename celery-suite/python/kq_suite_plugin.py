@@ -42,15 +42,17 @@ def celery_session_worker(celery_session_app):
         answering = set(inspect.ping() or {})
         if expected <= answering:
             break
+    # A wrong worker voids the whole run (its outcomes would be read as the worker's): stop pytest, exit code 3.
     if answering != expected:
-        raise RuntimeError(
+        pytest.exit(
             f'inspect ping was answered by {sorted(answering)}, expected exactly {sorted(expected)}: the worker did '
-            'not start, or another worker consumes this broker (stop it, or use another Redis database / vhost).'
+            'not start, or another worker consumes this broker (stop it, or use another Redis database / vhost).',
+            returncode=3,
         )
     report = (inspect.report() or {}).get(anon_nodename(), {}).get('ok', '')
     software = re.search(r'software -> (\w+):', report)
     if software is None or software.group(1) != WORKER_SOFTWARE:
-        raise RuntimeError(f'{anon_nodename()} is not a {WORKER_SOFTWARE} worker: inspect report says {report[:200]!r}')
+        pytest.exit(f'{anon_nodename()} is not a {WORKER_SOFTWARE} worker: inspect report says {report[:200]!r}', returncode=3)
     yield None
 
 

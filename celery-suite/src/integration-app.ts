@@ -27,8 +27,8 @@ import {
 const MODULE = 't.integration.tasks';
 
 export const app = new App('celery_suite', {
-  broker: process.env['TEST_BROKER'] ?? 'redis://127.0.0.1:6379/10',
-  backend: process.env['TEST_BACKEND'] ?? 'redis://127.0.0.1:6379/10',
+  broker: process.env['TEST_BROKER'] ?? 'redis://127.0.0.1:6379/1',
+  backend: process.env['TEST_BACKEND'] ?? 'redis://127.0.0.1:6379/1',
   // As the version's conftest configures its client (5.5+ sets result_extended).
   resultExtended: process.env['KQ_SUITE_RESULT_EXTENDED'] === '1',
 });

@@ -33,7 +33,7 @@ export interface SuiteRunResult {
 }
 
 /** Private Redis databases for broker and results (inspect ping must reach the run's own worker only). */
-const REDIS_DB: Record<WorkerKind, number> = { kq: 10, celery: 11 };
+const REDIS_DB: Record<WorkerKind, number> = { kq: 1, celery: 4 };
 const PYTHON = '/usr/bin/python3';
 
 export function brokerUrls(broker: BrokerKind, worker: WorkerKind): { broker: string; backend: string } {
@@ -82,10 +82,16 @@ export async function runSuite(options: SuiteRunOptions): Promise<SuiteRunResult
   options.log(`  ${worker} worker ${nodeName}, logs in ${logDir}`);
   const workerProcess = worker === 'kq' ? startKqWorker(nodeName, urls, env) : startPythonWorker(nodeName, env);
   pipeTo(workerProcess, join(logDir, 'worker.log'));
+  let exitCode: number | null;
   try {
-    await exited(pytest);
+    exitCode = await exited(pytest);
   } finally {
     await stop(workerProcess);
+  }
+  // 3: our plugin found the wrong worker (or none) answering; 4: pytest's usage error. Either way no outcome counts.
+  if (exitCode === 3 || exitCode === 4) {
+    const log = readFileSync(join(logDir, 'pytest.log'), 'utf8').trim().split('\n').slice(-3).join('\n');
+    throw new Error(`The ${worker} run of Celery ${celery.version} × ${broker} is void (pytest exit ${exitCode}):\n${log}`);
   }
   return { outcomes: readOutcomes(reportPath), seconds: (Date.now() - started) / 1000, logDir };
 }
