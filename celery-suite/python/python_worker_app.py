@@ -1,8 +1,7 @@
 """The baseline's Python worker app: Celery's own ``t.integration.tasks``, configured as the suite's client is.
 
-Started by the runner as ``python3 -m celery -A python_worker_app worker -P solo``, with upstream's ``t/integration``
-folder (read from ../shared, never copied) on PYTHONPATH. Upstream's pytest worker is an in-process worker with one
-slot; a solo pool is the same, outside pytest.
+Started by the runner as ``python3 -m celery -A python_worker_app worker -P prefork -c 1``, with upstream's
+``t/integration`` folder (read from ../shared, never copied) on PYTHONPATH: upstream's pytest worker, outside pytest.
 """
 import os
 

@@ -82,10 +82,20 @@ export async function runSuite(options: SuiteRunOptions): Promise<SuiteRunResult
   options.log(`  ${worker} worker ${nodeName}, logs in ${logDir}`);
   const workerProcess = worker === 'kq' ? startKqWorker(nodeName, urls, env) : startPythonWorker(nodeName, env);
   pipeTo(workerProcess, join(logDir, 'worker.log'));
+  // Stopped itself (Ctrl+C, SIGTERM): take the worker and pytest along, or a stray worker answers the next run's ping.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    pytest.kill('SIGKILL');
+    workerProcess.kill('SIGKILL');
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   let exitCode: number | null;
   try {
     exitCode = await exited(pytest);
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await stop(workerProcess);
   }
   // 3: our plugin found the wrong worker (or none) answering; 4: pytest's usage error. Either way no outcome counts.
@@ -107,8 +117,9 @@ function startKqWorker(nodeName: string, urls: { broker: string; backend: string
 }
 
 function startPythonWorker(nodeName: string, env: NodeJS.ProcessEnv): ChildProcess {
-  // A solo pool: one task at a time in the worker's process, as upstream's in-process test worker runs them.
-  const args = ['-m', 'celery', '-A', 'python_worker_app', 'worker', '-P', 'solo', '-n', nodeName, '-l', 'info', '--without-mingle', '--without-gossip'];
+  // Upstream's pytest worker: the prefork pool (its conftest's celery_worker_pool) with one process. (A solo pool
+  // cannot enforce soft time limits, which test_chord_soft_timeout_recuperation needs.)
+  const args = ['-m', 'celery', '-A', 'python_worker_app', 'worker', '-P', 'prefork', '-c', '1', '-n', nodeName, '-l', 'info', '--without-mingle', '--without-gossip'];
   return spawn(PYTHON, args, { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
