@@ -32,13 +32,15 @@ export interface SuiteRunResult {
   readonly logDir: string;
 }
 
-/** Private Redis databases for broker and results (inspect ping must reach the run's own worker only). */
+/** Private Redis databases for the broker (inspect ping must reach the run's own worker only). */
 const REDIS_DB: Record<WorkerKind, number> = { kq: 1, celery: 4 };
 const PYTHON = '/usr/bin/python3';
 
 export function brokerUrls(broker: BrokerKind, worker: WorkerKind): { broker: string; backend: string } {
-  const backend = `redis://127.0.0.1:6379/${REDIS_DB[worker]}`;
-  if (broker === 'redis') return { broker: backend, backend };
+  // Results in database 0, where upstream's tests read the backend's keys with their own connection
+  // (test_chord_on_error reads a chord's <gid>.j); result keys are unique ids, and inspect goes through the broker.
+  const backend = 'redis://127.0.0.1:6379/0';
+  if (broker === 'redis') return { broker: `redis://127.0.0.1:6379/${REDIS_DB[worker]}`, backend };
   return { broker: 'amqp://guest:guest@127.0.0.1:5672//', backend };
 }
 
