@@ -25,6 +25,7 @@ export default defineConfig({
       'test-harness/test/**/*.test.ts',
       'examples/*/test/**/*.test.ts',
       'bench/test/**/*.test.ts',
+      'celery-suite/test/**/*.test.ts',
       'test/**/*.test.ts',
     ],
     // The Redis Cluster and RabbitMQ cluster suites start clusters of their own and take minutes: `pnpm test:clusters`

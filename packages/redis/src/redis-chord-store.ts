@@ -65,8 +65,11 @@ export class RedisChordStore implements ChordJoin, GroupStore {
     // No size yet: the sender has not finished sending the header (Celery sets it before the last header task).
     if (size === null || size === undefined || readyCount !== Number(size) + extra) return null;
     const stored = this.#ordered ? await this.#client.zrange(jkey, 0, -1) : await this.#client.lrange(jkey, 0, -1);
-    await this.#client.del(jkey, tkey, skey);
-    return stored.map((text) => decodePart(text, groupId));
+    const parts = stored.map((text) => decodePart(text, groupId));
+    // Celery deletes the keys only after sending the body: a failed chord keeps them until they expire, and what its
+    // other parts returned stays readable.
+    if (!parts.some((part) => part.state === 'FAILURE' || part.state === 'REVOKED')) await this.#client.del(jkey, tkey, skey);
+    return parts;
   }
 
   async saveGroup(groupId: string, result: ResultTuple, expiresMs: number): Promise<void> {

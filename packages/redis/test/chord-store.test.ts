@@ -46,7 +46,7 @@ describe.skipIf(!up)('RedisChordStore', () => {
     );
   });
 
-  it('writes parts as Celery does and clears its keys when the chord completes', async () => {
+  it('writes parts as Celery does, clears its keys when the chord completes, and keeps them when it fails', async () => {
     const groupId = randomUUID();
     await store.setChordSize(groupId, 2, 60_000);
     await store.addPart(groupId, { taskId: 'a', state: 'FAILURE', result: { exc_type: 'ValueError', exc_message: ['x'], exc_module: 'builtins' } }, 0, 60_000);
@@ -57,7 +57,16 @@ describe.skipIf(!up)('RedisChordStore', () => {
     expect(await client.ttl(`${prefix}${groupId}.j`)).toBeGreaterThan(0);
     const parts = await store.addPart(groupId, { taskId: 'b', state: 'SUCCESS', result: 2 }, 1, 60_000);
     expect(parts?.map((part) => part.taskId)).toEqual(['a', 'b']);
-    expect(await client.exists(`${prefix}${groupId}.j`, `${prefix}${groupId}.t`, `${prefix}${groupId}.s`)).toBe(0);
+    // A part failed: the chord fails, and Celery leaves its keys to expire (it deletes them only after sending the
+    // body), so what the other parts returned stays readable — Celery's test_chord_on_error reads it.
+    expect(await client.zcard(`${prefix}${groupId}.j`)).toBe(2);
+    expect(await client.ttl(`${prefix}${groupId}.j`)).toBeGreaterThan(0);
+
+    const succeeded = randomUUID();
+    await store.setChordSize(succeeded, 2, 60_000);
+    await store.addPart(succeeded, { taskId: 'a', state: 'SUCCESS', result: 1 }, 0, 60_000);
+    expect(await store.addPart(succeeded, { taskId: 'b', state: 'SUCCESS', result: 2 }, 1, 60_000)).toHaveLength(2);
+    expect(await client.exists(`${prefix}${succeeded}.j`, `${prefix}${succeeded}.t`, `${prefix}${succeeded}.s`)).toBe(0);
   });
 
   it('saves and restores a group in Celery\'s taskset meta form', async () => {

@@ -6,6 +6,7 @@ export { normalizeSettings, type CelerySettings } from './celery-settings';
 export { DEFAULT_CONFIG, type AppConfig, type DateDoneForm, type EtaStrategy, type Route, type TaskRoutes } from './config';
 export { Control, type RevokeOptions } from './control';
 export * from './errors';
+export { PythonException } from './python-exception';
 export { Logger, formatLogLine, parseLogLevel, type LogFormat, type LogLevel, type LogRecord, type LogSink } from './logger';
 export { jsonLogSink } from './log-json-sink';
 export { fileLogSink } from './log-file-sink';
@@ -24,6 +25,7 @@ export {
   group,
   type AnySignature,
   type CanvasApp,
+  type ErrbackRequest,
   type FreezeOptions,
   type GroupOf,
   type ResultsOf,

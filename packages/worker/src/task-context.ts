@@ -1,4 +1,5 @@
-import type { DeliveryInfo, ResultTuple } from '@kq/core';
+import type { DeliveryInfo, MessageProperties, ResultTuple } from '@kq/core';
+import type { ResultNode } from './results/index';
 import type { ApplyOptions } from './apply-options';
 import { Chain, Group, Signature, pipe, type AnySignature } from './canvas/index';
 import { Ignore, ImproperlyConfigured, MaxRetriesExceededError, Retry } from './errors';
@@ -29,6 +30,11 @@ export interface TaskRequest {
   /** Node name of the worker running it. */
   readonly hostname: string;
   readonly deliveryInfo: DeliveryInfo | null;
+  /**
+   * The message's properties (Celery's `request.properties`): `appId`, `priority`, `correlationId`, `replyTo`... as the
+   * sender set them.
+   */
+  readonly properties: Readonly<MessageProperties>;
   /** Custom headers sent with `applyAsync({ headers })`. */
   readonly headers: Readonly<Record<string, unknown>>;
   /**
@@ -84,6 +90,26 @@ export class TaskContext {
    */
   replace(signature: AnySignature): Promise<never> {
     return replaceTask(this, signature);
+  }
+
+  /**
+   * Adds a signature to the chord this task is a header part of (Celery's `add_to_chord`): it is sent as one more
+   * part of the header (same group, chord and root) and the chord's body waits for its result too. Only where the
+   * result backend joins chords natively (Redis, memory); the body gets the added results after the others.
+   */
+  async addToChord(signature: AnySignature): Promise<ResultNode> {
+    const { request } = this;
+    const chord = request.message.chord;
+    if (!chord || request.group === null) {
+      throw new ImproperlyConfigured(`${request.name}[${request.id}] is not part of a chord's header: addToChord only works in a task the chord waits for.`);
+    }
+    const join = (await this.app.backend())?.chordJoin;
+    if (!join) throw new ImproperlyConfigured('addToChord needs a result backend that joins chords itself (redis://, memory://): this one joins them with celery.chord_unlock.');
+    const added = signature.clone();
+    Object.assign(added.options, { group_id: request.group, group_index: request.groupIndex, chord, root_id: request.rootId ?? request.id });
+    added.freeze();
+    await join.addToChord(request.group);
+    return added.applyWire([], {}, {});
   }
 
   /**

@@ -2,7 +2,7 @@ import { KqError } from '@kq/core';
 import type { ApplyOptions, TaskCall } from './apply-options';
 import { Chunks, MapSignature, Signature, type SignatureOptions } from './canvas/index';
 import { runAsCurrentTask } from './current-task';
-import type { AsyncResult } from './results/index';
+import { AsyncResult, GroupResult } from './results/index';
 import type { TaskApp } from './task-app';
 import { bindArguments, parseParameters, type KwargsOf, type TaskParameter } from './task-arguments';
 import type { TaskContext } from './task-context';
@@ -24,6 +24,14 @@ export interface TaskOptions<N extends readonly string[] = readonly string[]> {
    * variadic tasks, as Python's `*args, **kwargs`). `params` is then ignored.
    */
   rawArguments?: boolean;
+  /**
+   * A new-style errback (Celery's errback whose function takes `(request, exc, traceback)`): linked as an errback
+   * (`linkError`) and the linked task failing on a kq worker, the worker calls it right there, in the failed run, as
+   * `fn(ctx, request: ErrbackRequest, exc, traceback)` (then the signature's own arguments) instead of sending it the
+   * failed task's id; for a failed chord, `request` is the chord's body. Its return value is not stored. Python
+   * workers call errbacks new-style by the function's arity; kq by this flag.
+   */
+  errbackWithRequest?: boolean;
   queue?: string;
   exchange?: string;
   routingKey?: string;
@@ -87,11 +95,16 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
     this.functionName = name.slice(name.lastIndexOf('.') + 1) || name;
   }
 
-  /** Calls the function for a received request, with its keyword arguments bound to the declared parameters. */
-  invoke(context: TaskContext): R | Promise<R> {
+  /**
+   * Calls the function for a received request, with its keyword arguments bound to the declared parameters. A
+   * returned result (a task returning the AsyncResult of what it sent) is given as its `asTuple()`, as Celery stores
+   * one (`prepare_value`): the id, the parents and a group's members, which a Python caller rebuilds.
+   */
+  invoke(context: TaskContext): unknown {
     const { args, kwargs } = context.request;
     const bound = (this.options.rawArguments ? args : bindArguments(this.functionName, this.parameters, args, kwargs)) as A;
-    return runAsCurrentTask(context, () => this.fn(context, ...bound));
+    const value = runAsCurrentTask(context, () => this.fn(context, ...bound));
+    return value instanceof Promise ? value.then(resultAsTuple) : resultAsTuple(value);
   }
 
   /** Sends the task with these positional arguments. */
@@ -169,4 +182,8 @@ export class Task<A extends unknown[] = unknown[], R = unknown, N extends readon
   chunks(items: readonly A[], size: number): Chunks<Awaited<R>> {
     return new Chunks<Awaited<R>>(this.s(), items, size, {}, this.app);
   }
+}
+
+function resultAsTuple(value: unknown): unknown {
+  return value instanceof AsyncResult || value instanceof GroupResult ? value.asTuple() : value;
 }

@@ -2,6 +2,7 @@ import { jsonCodec } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Ignore, NotRegistered, Reject, Retry, SoftTimeLimitExceeded, TaskFailedError, TimeLimitExceeded, WorkerLostError } from '../src/errors';
+import { PythonException } from '../src/python-exception';
 import { restoreBuffers } from '../src/pool/restore-buffers';
 import { deserializeError, serializeError, type SerializedError } from '../src/pool/serialized-error';
 
@@ -68,6 +69,13 @@ describe.each(Object.entries(crossings))('errors crossing by %s', (_name, cross)
     expect(other.stack).toBe(original.stack);
     expect(other.cause).toBeInstanceOf(TypeError);
     expect(other).toMatchObject({ code: 'ENOSPC', errno: -28 });
+  });
+
+  it('keeps a PythonException with its module, type and arguments', () => {
+    const back = roundTrip(new PythonException('billing.errors', 'PaymentDeclined', ['card expired', 402]));
+    expect(back).toBeInstanceOf(PythonException);
+    const python = back as PythonException;
+    expect([python.pythonModule, python.pythonType, python.pythonArgs]).toEqual(['billing.errors', 'PaymentDeclined', ['card expired', 402]]);
   });
 
   it('gives thrown non-errors back as they were', () => {

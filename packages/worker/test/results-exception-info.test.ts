@@ -2,6 +2,7 @@ import { DecodeError, OperationTimeout, SecurityError } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NotRegistered, Reject, SoftTimeLimitExceeded, TaskFailedError, TaskRevokedError } from '../src/errors';
+import { PythonException } from '../src/index';
 import { exceptionFromInfo, exceptionInfo, exceptionTraceback, formatExceptionMessage } from '../src/results/index';
 
 class PaymentDeclined extends Error {}
@@ -29,6 +30,19 @@ describe('exceptionInfo: JS errors in Celery’s stored form', () => {
     const named = Object.assign(new Error('a'), { name: 'AbortError' });
     expect(exceptionInfo(named)).toMatchObject({ exc_type: 'AbortError', exc_module: 'kq.errors' });
     expect(exceptionInfo(new AggregateError([], 'many'))).toMatchObject({ exc_type: 'AggregateError', exc_module: 'kq.errors' });
+  });
+
+  it('stores a PythonException as the module, type and arguments it names', () => {
+    const error = new PythonException('t.integration.tasks', 'ExpectedException', ['Task expected to fail', 2, { a: [1] }]);
+    expect(exceptionInfo(error)).toEqual({
+      exc_type: 'ExpectedException',
+      exc_message: ['Task expected to fail', 2, { a: [1] }],
+      exc_module: 't.integration.tasks',
+    });
+    // Its message is Python's str(exc), so logs and a kq caller read what a Python one would.
+    expect(error.message).toBe("('Task expected to fail', 2, {'a': [1]})");
+    expect(exceptionFromInfo(exceptionInfo(error))).toMatchObject({ name: 'ExpectedException', message: error.message });
+    expect(exceptionInfo(new PythonException('builtins', 'KeyboardInterrupt'))).toEqual({ exc_type: 'KeyboardInterrupt', exc_message: [], exc_module: 'builtins' });
   });
 
   it('stores kq’s task errors as Celery’s and codec errors as Kombu’s', () => {

@@ -1,9 +1,12 @@
-import { pythonRepr, type ResultBackend, type TaskState } from '@kq/core';
+import { pythonRepr, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
+import { runAsCurrentTask } from '../current-task';
 import { ChordError, TaskFailedError } from '../errors';
 import { type SignatureJson } from '../protocol/index';
 import { exceptionInfo, formatDateDone, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';
 import { Chain } from './chain';
+import type { ErrbackCaller } from './errback-caller';
+import { Group } from './group';
 import { Signature, type AnySignature } from './signature';
 
 /** What finishing a chord part needs of the finished task's request. */
@@ -12,6 +15,8 @@ export interface ChordMember {
   readonly group: string | null;
   readonly groupIndex: number | null;
   readonly chord: SignatureJson | null;
+  /** The finished task's root, for a body that has none of its own. */
+  readonly rootId?: string | null;
 }
 
 /** States whose result fails the chord (Celery's PROPAGATE_STATES). */
@@ -29,6 +34,8 @@ export async function onChordPartReturn(
   state: TaskState,
   result: unknown,
   log: (message: string) => void,
+  /** Calls the body's new-style errbacks in-process, when the chord fails here. */
+  callErrbacks?: ErrbackCaller,
 ): Promise<void> {
   const groupId = member.group;
   if (!groupId || !member.chord) return;
@@ -52,10 +59,13 @@ export async function onChordPartReturn(
     }
   } catch (error) {
     log(`Chord ${groupId} raised: ${describe(error)}`);
-    await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log);
+    await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log, callErrbacks);
     return;
   }
-  await sendChordBody(app, backend, callback, values, log);
+  // Celery sends the body from inside the header task that completed the join (its current worker task), so what
+  // the body does not name itself takes that task as parent: the first step of a chain body, for one.
+  const sender = { request: { id: member.id, rootId: member.rootId ?? null }, children: [] };
+  await runAsCurrentTask(sender, () => sendChordBody(app, backend, callback, values, log));
 }
 
 /** Sends the body with the header's results; if it cannot be sent, fails it (Celery: `Callback error: ...`). */
@@ -69,24 +79,41 @@ export async function sendChordBody(app: CanvasApp, backend: ResultBackend, call
 }
 
 /**
- * Celery's `chord_error_from_stack`: the body's errbacks are sent with its id, and FAILURE(ChordError) is stored as
- * the body's result, so whoever waits on the chord learns why.
+ * Celery's `chord_error_from_stack`: the body's errbacks are sent as one group with its id, and FAILURE(ChordError) is
+ * stored as the body's result with that group as its children (Celery stores the trail of the task it runs in, which
+ * the group just joined), so whoever waits on the chord learns why, and can follow the errbacks.
  */
-export async function failChord(app: CanvasApp, backend: ResultBackend, callback: AnySignature, error: ChordError, log: (message: string) => void): Promise<void> {
+export async function failChord(
+  app: CanvasApp,
+  backend: ResultBackend,
+  callback: AnySignature,
+  error: ChordError,
+  log: (message: string) => void,
+  callErrbacks?: ErrbackCaller,
+): Promise<void> {
   const bodyId = callback.id ?? (callback instanceof Chain ? callback.tasks[callback.tasks.length - 1]?.id : undefined);
   const errbacks = callback.options['link_error'];
-  for (const errback of Array.isArray(errbacks) ? errbacks : []) {
+  const children: ResultTuple[] = [];
+  if (Array.isArray(errbacks) && errbacks.length > 0) {
     try {
-      const signature = errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app);
-      await signature.applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId } : {});
+      let signatures = errbacks.map((errback) => (errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app)));
+      if (callErrbacks && bodyId) {
+        // Celery's best-effort request for the body, which never ran: its id, task and arguments.
+        const request = { id: bodyId, name: callback.task, args: callback.args, kwargs: callback.kwargs, rootId: null, parentId: null, group: null };
+        signatures = await callErrbacks(signatures, request, error, null);
+      }
+      if (signatures.length > 0) {
+        const sent = await new Group(signatures, {}, app).applyWire(bodyId ? [bodyId] : [], {}, bodyId ? { parent_id: bodyId, root_id: bodyId } : {});
+        children.push(sent.asTuple());
+      }
     } catch (sendError) {
-      log(`Could not send the errback of chord body ${callback.task}: ${describe(sendError)}`);
+      log(`Could not send the errbacks of chord body ${callback.task}: ${describe(sendError)}`);
     }
   }
   if (!bodyId) return;
   try {
     await backend.store(
-      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children: [], date_done: formatDateDone(new Date(), app.conf.resultDateDone), task_id: bodyId },
+      { status: 'FAILURE', result: exceptionInfo(error), traceback: null, children, date_done: formatDateDone(new Date(), app.conf.resultDateDone), task_id: bodyId },
       { expiresMs: app.conf.resultExpires * 1000 },
     );
   } catch (storeError) {

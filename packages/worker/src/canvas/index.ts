@@ -7,5 +7,6 @@ export { Chain, chain } from './chain';
 export { MapSignature, Chunks } from './map';
 export type { CanvasApp } from './canvas-app';
 export { onChordPartReturn, failChord, type ChordMember } from './chord-completion';
+export type { ErrbackCaller, ErrbackRequest } from './errback-caller';
 export { builtinTasks, type BuiltinContext, type BuiltinHost, type BuiltinTask } from './builtin-tasks';
 export { pipe } from './pipe';

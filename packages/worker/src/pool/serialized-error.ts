@@ -12,6 +12,7 @@ import {
   TimeLimitExceeded,
   WorkerLostError,
 } from '../errors';
+import { PythonException } from '../python-exception';
 
 /**
  * An error as it crosses between a pool child and the worker. kq's task errors come back as the same class (a
@@ -132,6 +133,13 @@ export function deserializeError(data: SerializedError): Error {
     case 'NotRegistered':
       error = new NotRegistered(data.taskName ?? data.message);
       break;
+    case 'PythonException': {
+      // Its module, type and arguments travel as its own properties (`props`).
+      const props = data.props ?? {};
+      const args = props['pythonArgs'];
+      error = new PythonException(String(props['pythonModule']), String(props['pythonType']), Array.isArray(args) ? args : []);
+      break;
+    }
     case 'TaskFailedError': {
       const failed = data.failed;
       error = failed
@@ -161,6 +169,7 @@ function kindOf(error: Error): string {
   if (error instanceof Ignore) return 'Ignore';
   if (error instanceof NotRegistered) return 'NotRegistered';
   if (error instanceof TaskFailedError) return 'TaskFailedError';
+  if (error instanceof PythonException) return 'PythonException';
   for (const [kind, errorClass] of Object.entries(MESSAGE_ONLY)) if (error instanceof errorClass) return kind;
   // A kq error from the other build of @kq/worker fails `instanceof`; kq errors are named after their class.
   if (KQ_NAMES.has(error.name)) return error.name;

@@ -5,8 +5,6 @@ import {
   OperationTimeout,
   SecurityError,
   isExceptionInfo,
-  pythonRepr,
-  pythonTupleRepr,
   type ExceptionInfo,
 } from '@kq/core';
 import {
@@ -24,6 +22,9 @@ import {
   TimeLimitExceeded,
   WorkerLostError,
 } from '../errors';
+import { PythonException, formatExceptionMessage } from '../python-exception';
+
+export { formatExceptionMessage };
 
 /*
  * How JavaScript errors are stored for Python readers (Celery's `{exc_type, exc_message, exc_module}`,
@@ -37,6 +38,7 @@ import {
  *   is stored under that built-in, so a JS task can raise what Python code catches.
  * - kq's task errors (`TaskRevokedError`, `SoftTimeLimitExceeded`, `Retry`...) are stored as their Celery
  *   counterparts in `celery.exceptions`; kq's codec errors as Kombu's in `kombu.exceptions`.
+ * - A `PythonException` is stored as the module, type and arguments it names.
  * - Anything else keeps its JS name (its `name`, or its class name when `name` was left as `Error`) under module
  *   `kq.errors`; Python has no such module, so a Python reader gets a synthesized exception class of that name.
  *
@@ -116,6 +118,9 @@ export function exceptionInfo(error: unknown): ExceptionInfo {
   if (!(error instanceof Error)) {
     return { exc_type: 'Exception', exc_message: [describeThrown(error)], exc_module: 'builtins' };
   }
+  if (error instanceof PythonException) {
+    return { exc_type: error.pythonType, exc_message: [...error.pythonArgs], exc_module: error.pythonModule };
+  }
   const message = error.message;
   for (const [errorClass, type, module] of KQ_TO_PYTHON) {
     if (error instanceof errorClass) {
@@ -172,13 +177,6 @@ export function exceptionFromInfo(info: unknown): Error {
   return error;
 }
 
-/** Python's `str(exc)`: '' without arguments, the argument itself for one string, the tuple's repr for several. */
-export function formatExceptionMessage(args: unknown): string {
-  if (!Array.isArray(args)) return typeof args === 'string' ? args : args === undefined || args === null ? '' : pythonRepr(args);
-  if (args.length === 0) return '';
-  if (args.length === 1) return typeof args[0] === 'string' ? args[0] : pythonRepr(args[0]);
-  return pythonTupleRepr(args);
-}
 
 function celeryException(type: string, args: unknown[], message: string): Error | undefined {
   switch (type) {

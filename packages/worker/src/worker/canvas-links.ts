@@ -1,9 +1,11 @@
 import type { TaskState } from '@kq/core';
 import type { AppContract } from '../app-contract';
-import { Group, onChordPartReturn, Signature, type AnySignature } from '../canvas/index';
+import { Group, onChordPartReturn, Signature, type AnySignature, type ErrbackCaller } from '../canvas/index';
 import type { Logger } from '../logger';
 import { type SignatureJson, type TaskMessage } from '../protocol/index';
 import { formatDateDone } from '../results/index';
+import type { Task } from '../task';
+import { TaskContext, type TaskRequest } from '../task-context';
 
 /*
  * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,
@@ -39,23 +41,61 @@ export async function sendCallbacks(app: AppContract, log: Logger, message: Task
   }
 }
 
-/** Sends the errbacks (`link_error`) with the failed task's id, as one group (Celery's old-style errbacks). */
-export async function sendErrbacks(app: AppContract, log: Logger, message: TaskMessage): Promise<void> {
+/**
+ * Runs the errbacks (`link_error`) of a failed task: the new-style ones (`errbackWithRequest`) are called here with
+ * the failed request, the others sent as one group with the failed task's id (Celery's old-style errbacks).
+ */
+export async function sendErrbacks(app: AppContract, log: Logger, message: TaskMessage, failure?: { request: TaskRequest; error: unknown; traceback: string | null }): Promise<void> {
   const errbacks = message.errbacks ?? [];
   if (errbacks.length === 0) return;
   try {
-    const signatures = errbacks.map((json) => Signature.fromJSON(json, app));
+    let signatures = errbacks.map((json) => Signature.fromJSON(json, app));
+    if (failure) signatures = await errbackCaller(app, log, failure.request)(signatures, failure.request, failure.error, failure.traceback);
+    if (signatures.length === 0) return;
     await new Group(signatures, {}, app).applyWire([message.id], {}, { parent_id: message.id, root_id: message.rootId ?? message.id });
   } catch (error) {
     log.error(`Could not send the errbacks of ${message.name}[${message.id}]: ${describe(error)}`);
   }
 }
 
+/**
+ * Celery's `_call_task_errbacks` for errbacks registered here as new-style (`errbackWithRequest`): each is called in
+ * this worker, in the failed task's run, as `fn(ctx, request, exc, traceback, ...its own args)`; its return value is
+ * not stored (Celery calls the function, it does not send a task). The rest are returned, to be sent.
+ */
+export function errbackCaller(app: AppContract, log: Logger, running: TaskRequest): ErrbackCaller {
+  return async (errbacks, request, error, traceback) => {
+    const toSend: AnySignature[] = [];
+    for (const errback of errbacks) {
+      const task = app.tasks.get(errback.task) as Task | undefined;
+      if (!task?.options.errbackWithRequest) {
+        toSend.push(errback);
+        continue;
+      }
+      const call: TaskRequest = { ...running, name: task.name, args: [request, error, traceback, ...errback.args], kwargs: errback.kwargs };
+      try {
+        await task.invoke(new TaskContext(app, task, call, new AbortController().signal, log));
+      } catch (errbackError) {
+        log.error(`Errback ${task.name} of ${request.name}[${request.id}] raised: ${describe(errbackError)}`);
+      }
+    }
+    return toSend;
+  };
+}
+
 /** Records the task's part of its chord (when it is in one); the last part sends the chord's body. */
-export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown): Promise<void> {
+export async function chordPartReturn(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, result: unknown, running?: TaskRequest): Promise<void> {
   if (!message.chord || !message.group) return;
   try {
-    await onChordPartReturn(app, { id: message.id, group: message.group, groupIndex: message.groupIndex, chord: message.chord }, state, result, (line) => log.error(line));
+    await onChordPartReturn(
+      app,
+      { id: message.id, group: message.group, groupIndex: message.groupIndex, chord: message.chord, rootId: message.rootId },
+      state,
+      result,
+      (line) => log.error(line),
+      // A chord that fails here calls its body's new-style errbacks here, in the run of the part that failed it.
+      running ? errbackCaller(app, log, running) : undefined,
+    );
   } catch (error) {
     log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describe(error)}`);
   }
@@ -66,7 +106,15 @@ export async function chordPartReturn(app: AppContract, log: Logger, message: Ta
  * failure (so a caller waiting on the chain's last result learns of it), and a step that was a chord's part records
  * its part, so the chord does not wait forever.
  */
-export async function failRemainingChain(app: AppContract, log: Logger, message: TaskMessage, state: TaskState, info: unknown, traceback: string | null): Promise<void> {
+export async function failRemainingChain(
+  app: AppContract,
+  log: Logger,
+  message: TaskMessage,
+  state: TaskState,
+  info: unknown,
+  traceback: string | null,
+  running?: TaskRequest,
+): Promise<void> {
   const chain = message.chain ?? [];
   if (chain.length === 0) return;
   const backend = await app.backend().catch(() => null);
@@ -85,10 +133,17 @@ export async function failRemainingChain(app: AppContract, log: Logger, message:
       if (taskId && chord && typeof chord === 'object') {
         await onChordPartReturn(
           app,
-          { id: taskId, group: groupId, groupIndex: typeof options['group_index'] === 'number' ? options['group_index'] : null, chord: chord as SignatureJson },
+          {
+            id: taskId,
+            group: groupId,
+            groupIndex: typeof options['group_index'] === 'number' ? options['group_index'] : null,
+            chord: chord as SignatureJson,
+            rootId: typeof options['root_id'] === 'string' ? options['root_id'] : null,
+          },
           state,
           info,
           (line) => log.error(line),
+          running ? errbackCaller(app, log, running) : undefined,
         );
       }
     } catch (error) {

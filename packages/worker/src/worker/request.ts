@@ -101,7 +101,7 @@ export class Request {
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
     const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
     await this.#store('REVOKED', info, null);
-    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info);
+    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
     this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
     await this.#settle('ack');
   }
@@ -214,7 +214,7 @@ export class Request {
       await this.#store('SUCCESS', value, null);
       worker.emitTask('succeeded', this, { result: value, runtime });
       if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
-      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value);
+      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
       release();
       if (this.acksLate) await this.#settle('ack');
       return 'succeeded';
@@ -246,7 +246,7 @@ export class Request {
     worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`, this.logFields());
     await this.#fail(exceptionInfo(error), error.stack ?? null);
     worker.emitTask('failed', this, { exception: error });
-    await sendErrbacks(worker.app, worker.log, this.message);
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: error.stack ?? null });
     const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
     await this.#settle(ackAnyway ? 'ack' : 'reject', describe(error));
     return 'failed';
@@ -339,7 +339,7 @@ export class Request {
       worker.log.log('info', `Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`, this.logFields());
       const info = { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' };
       await this.#store('REVOKED', info, null);
-      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info);
+      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info, this.#requestInfo());
       worker.emitTask('revoked', this, { terminated: true, signum: 15, expired: false });
       await this.#settle('ack');
       return 'revoked';
@@ -349,7 +349,7 @@ export class Request {
     worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
     await this.#fail(exceptionInfo(error), stack);
     worker.emitTask('failed', this, { exception: error });
-    await sendErrbacks(worker.app, worker.log, this.message);
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: stack });
     if (this.acksLate) {
       const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
       await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describe(error));
@@ -441,8 +441,8 @@ export class Request {
   async #fail(info: unknown, traceback: string | null): Promise<void> {
     await this.#store('FAILURE', info, traceback);
     const { app, log } = this.worker;
-    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info);
-    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback);
+    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info, this.#requestInfo());
+    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback, this.#requestInfo());
   }
 
   /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
@@ -483,6 +483,7 @@ export class Request {
       softTimeLimit: message.softTimeLimit,
       hostname: worker.hostname,
       deliveryInfo: delivery.deliveryInfo,
+      properties: delivery.properties,
       headers: message.headers,
       traceparent: this.#trace?.traceparent ?? null,
       message,
