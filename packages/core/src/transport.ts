@@ -181,7 +181,7 @@ export interface Transport extends TypedEmitter<TransportEvents> {
   beatLease?(options: BeatLeaseOptions): BeatLease;
   /** The register of kq periodic-task cycles on this broker (`CycleRegister`; `defineCycleRegisterSuite`). */
   cycleRegister?(): CycleRegister;
-  /** Rejected messages the broker keeps, for `kq dlq` and the dashboard (`DeadLetterBox`; `defineDeadLetterSuite`). */
+  /** Rejected messages the broker keeps, for `kq dlq` and the dashboard (`DeadLetterBox`). */
   deadLetters?(): DeadLetterBox;
   /** Where it connects, with the password removed (for logs and `inspect stats`). */
   describe(): TransportDescription;
