@@ -18,10 +18,12 @@ import { isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
 import { BrokerAlternates } from './broker-alternates';
 import { ChannelSlot, closeQuietly } from './channel-slot';
 import { ConnectionSupervisor } from './connection-supervisor';
+import { AmqpCycleRegister, type AmqpCycleRegisterOptions } from './cycle-register';
 import { AmqpDeadLetters } from './dead-letter-queue';
 import { bindExchangeOn, bindQueueOn, declareEntry, declareExchangeOn, declareQueueOn, describeEntry } from './declarations';
 import { DelayLadder, deliveryBindingKey } from './delay-ladder';
 import { resolveOptions, type AmqpTransportOptions, type DelayQueueType, type ResolvedAmqpOptions } from './options';
+import { AmqpBeatLease, type AmqpBeatLeaseOptions } from './single-active-consumer-lease';
 import { runOnSlot } from './slot-operation';
 import { Topology, type ExchangeBindingRecord, type QueueBindingRecord, type TopologyEntry } from './topology';
 import type { TransportContext } from './transport-context';
@@ -107,6 +109,16 @@ export class AmqpTransport extends TypedEmitter<TransportEvents> implements Tran
   /** The dead-letter queues your task queues dead-letter to, for `kq dlq` (name one with `-Q`). */
   deadLetters(): DeadLetterBox {
     return new AmqpDeadLetters(() => this.createChannel());
+  }
+
+  /** kq beat's lease on this RabbitMQ: a single-active-consumer queue holding the schedule's state (see `AmqpBeatLease`). */
+  beatLease(options: AmqpBeatLeaseOptions): AmqpBeatLease {
+    return new AmqpBeatLease(this, options);
+  }
+
+  /** Periodic-task registers in this RabbitMQ, each a queue under a broker-side mutex (see `AmqpCycleRegister`). */
+  cycleRegister(options?: AmqpCycleRegisterOptions): AmqpCycleRegister {
+    return new AmqpCycleRegister(this, options);
   }
 
   describe(): TransportDescription {

@@ -1,12 +1,11 @@
-import { KqError, OperationTimeout } from '@kq/core';
+import { KqError, OperationTimeout, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { AmqplibConfirmChannel, AmqplibGetMessage } from './amqplib-loader';
 import type { AmqpTransport } from './amqp-transport';
 import { ReplyCode, replyCodeOf } from './amqp-errors';
 import { closeWithin } from './close-within';
 
 /*
- * The register of kq periodic tasks on RabbitMQ (the worker's `CycleRegister` contract, matched structurally so this
- * package does not depend on @kq/worker).
+ * The register of kq periodic tasks on RabbitMQ (core's `CycleRegister` contract, `AmqpTransport.cycleRegister`).
  *
  * RabbitMQ has no compare-and-set, so each operation runs under a broker-side mutex and then reads and rewrites the
  * register:
@@ -32,14 +31,6 @@ interface RegisterValue {
   expiresAt: number;
 }
 
-export interface AmqpCycleMarker {
-  readonly cycle: string;
-  readonly step: number;
-}
-
-export type AmqpCycleBegin = 'current' | 'busy' | 'stale' | 'superseded' | 'absent';
-export type AmqpCycleAdvance = 'advanced' | 'stale' | 'superseded' | 'absent';
-
 export interface AmqpCycleRegisterOptions {
   /** Longest an operation waits for the mutex, ms. Default 15 000. */
   lockTimeoutMs?: number;
@@ -55,7 +46,7 @@ const LOCK_RETRY_MAX_MS = 200;
 const EMPTY_RECHECK_MS = 150;
 
 /** The register of kq periodic-task cycles on RabbitMQ (see the comment at the top of this file). */
-export class AmqpCycleRegister {
+export class AmqpCycleRegister implements CycleRegister {
   readonly kind = 'amqp';
   readonly #transport: AmqpTransport;
   readonly #lockTimeoutMs: number;
@@ -72,15 +63,15 @@ export class AmqpCycleRegister {
     return { register: `${key}.periodic.register`, lock: `${key}.periodic.lock` };
   }
 
-  create(key: string, marker: AmqpCycleMarker, ttlMs: number): Promise<boolean> {
+  create(key: string, marker: CycleMarker, ttlMs: number): Promise<boolean> {
     return this.#update(key, (current, now) => {
       if (current) return { result: false };
       return { result: true, next: { cycle: marker.cycle, step: marker.step, token: null, claimUntil: 0, expiresAt: now + ttlMs } };
     });
   }
 
-  begin(key: string, marker: AmqpCycleMarker, token: string, claimMs: number, ttlMs: number): Promise<AmqpCycleBegin> {
-    return this.#update<AmqpCycleBegin>(key, (current, now) => {
+  begin(key: string, marker: CycleMarker, token: string, claimMs: number, ttlMs: number): Promise<CycleBegin> {
+    return this.#update<CycleBegin>(key, (current, now) => {
       if (!current) return { result: 'absent' };
       if (current.cycle !== marker.cycle) return { result: 'superseded' };
       if (current.step > marker.step) return { result: 'stale' };
@@ -89,8 +80,8 @@ export class AmqpCycleRegister {
     });
   }
 
-  advance(key: string, from: AmqpCycleMarker, toStep: number, ttlMs: number): Promise<AmqpCycleAdvance> {
-    return this.#update<AmqpCycleAdvance>(key, (current, now) => {
+  advance(key: string, from: CycleMarker, toStep: number, ttlMs: number): Promise<CycleAdvance> {
+    return this.#update<CycleAdvance>(key, (current, now) => {
       if (!current) return { result: 'absent' };
       if (current.cycle !== from.cycle) return { result: 'superseded' };
       if (current.step > from.step) return { result: 'stale' };
@@ -98,7 +89,7 @@ export class AmqpCycleRegister {
     });
   }
 
-  read(key: string): Promise<{ cycle: string; step: number; claimedBy: string | null } | null> {
+  read(key: string): Promise<CycleState | null> {
     return this.#update(key, (current, now) => ({
       result: current ? { cycle: current.cycle, step: current.step, claimedBy: current.claimUntil > now ? current.token : null } : null,
     }));
@@ -206,11 +197,6 @@ export class AmqpCycleRegister {
       await sleep(backoff / 2 + Math.random() * (backoff / 2));
     }
   }
-}
-
-/** The periodic-task cycle register of an AMQP transport (what @kq/worker loads for `amqp://` brokers). */
-export function createCycleRegister(transport: AmqpTransport, options?: AmqpCycleRegisterOptions): AmqpCycleRegister {
-  return new AmqpCycleRegister(transport, options);
 }
 
 async function takeAll(channel: AmqplibConfirmChannel, queue: string): Promise<AmqplibGetMessage[]> {

@@ -30,13 +30,5 @@ export {
 export function createTransport(url: string, options: AmqpTransportOptions | TransportOptions = {}): AmqpTransport {
   return new AmqpTransport(url, options as AmqpTransportOptions);
 }
-export {
-  AmqpBeatLease,
-  createBeatLease,
-  type AmqpBeatLeaseOptions,
-  type AmqpBeatLeadership,
-  type AmqpBeatLeaseListener,
-  type AmqpTickCommit,
-  type AmqpCommitOutcome,
-} from './single-active-consumer-lease';
-export { AmqpCycleRegister, createCycleRegister, type AmqpCycleRegisterOptions, type AmqpCycleMarker, type AmqpCycleBegin, type AmqpCycleAdvance } from './cycle-register';
+export { AmqpBeatLease, type AmqpBeatLeaseOptions } from './single-active-consumer-lease';
+export { AmqpCycleRegister, type AmqpCycleRegisterOptions } from './cycle-register';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { KqError, type OutgoingMessage } from '@kq/core';
+import { KqError, type BeatLease, type BeatLeaseListener, type BeatLeaseOptions, type CommitOutcome, type TickCommit } from '@kq/core';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
 import type { AmqpTransport } from './amqp-transport';
 import { commitTransaction, selectTransactions } from './amqp-transaction';
@@ -7,8 +7,7 @@ import { closeWithin } from './close-within';
 import { toPublishOptions } from './message-mapping';
 
 /*
- * kq beat's leader lease and schedule state on RabbitMQ (the worker's `BeatLease` contract, matched structurally so
- * this package does not depend on @kq/worker).
+ * kq beat's leader lease and schedule state on RabbitMQ (core's `BeatLease` contract, `AmqpTransport.beatLease`).
  *
  * One durable queue per schedule group, `kq.beat.<group>`, declared with `x-single-active-consumer`. Every beat
  * process consumes it; RabbitMQ delivers only to the active consumer, and when that consumer's connection or
@@ -38,13 +37,12 @@ interface Snapshot {
   entries: Record<string, number>;
 }
 
-export interface AmqpBeatLeaseOptions {
-  /** Schedule group: processes of one group elect one leader and share one state. */
-  group: string;
-  /** Unused on RabbitMQ (the broker notices a dead leader by its connection); accepted for the common contract. */
-  leaseMs?: number;
-  /** How often a process whose channel was lost tries to open it again, ms. Default 1000. */
-  renewIntervalMs?: number;
+/**
+ * Core's `BeatLeaseOptions`, of which RabbitMQ needs only `group`: `leaseMs` is unused (the broker notices a dead
+ * leader by its connection) and `renewIntervalMs` is how often a process whose channel was lost tries to open it
+ * again (default 1000 ms).
+ */
+export interface AmqpBeatLeaseOptions extends Pick<BeatLeaseOptions, 'group'>, Partial<Omit<BeatLeaseOptions, 'group'>> {
   /**
    * How long a new active consumer waits after the last snapshot arrives before it acts (the previous leader's
    * snapshots are requeued and delivered back to back), ms. Default 250.
@@ -58,27 +56,6 @@ export interface AmqpBeatLeaseOptions {
    * several nodes (a cluster), else `'classic'` (what single-node deployments already declared).
    */
   queueType?: 'classic' | 'quorum';
-}
-
-export interface AmqpTickCommit {
-  entry: string;
-  tick: number;
-  publish?: { exchange: string; routingKey: string; message: OutgoingMessage };
-}
-
-export type AmqpCommitOutcome = 'committed' | 'stale' | 'fenced';
-
-export interface AmqpBeatLeadership {
-  readonly epoch: number;
-  readonly lastTicks: ReadonlyMap<string, number>;
-  readonly signal: AbortSignal;
-  commit(record: AmqpTickCommit): Promise<AmqpCommitOutcome>;
-}
-
-export interface AmqpBeatLeaseListener {
-  elected(leadership: AmqpBeatLeadership): void;
-  deposed(reason: Error): void;
-  error(error: Error): void;
 }
 
 /** Longest a leader waits for its own committed snapshot to come back before it assumes it lost the queue. */
@@ -108,14 +85,14 @@ interface Leader {
  * Leader election for kq beat on RabbitMQ with a single-active-consumer queue whose messages are the schedule
  * state (see the comment at the top of this file for the protocol and its guarantees).
  */
-export class AmqpBeatLease {
+export class AmqpBeatLease implements BeatLease {
   readonly kind = 'amqp';
   readonly queue: string;
   readonly queueType: 'classic' | 'quorum';
   readonly #transport: AmqpTransport;
   readonly #settleMs: number;
   readonly #retryMs: number;
-  #listener: AmqpBeatLeaseListener | undefined;
+  #listener: BeatLeaseListener | undefined;
   #session: Session | undefined;
   #running = false;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -128,7 +105,7 @@ export class AmqpBeatLease {
     this.#retryMs = options.renewIntervalMs ?? 1000;
   }
 
-  async start(listener: AmqpBeatLeaseListener): Promise<void> {
+  async start(listener: BeatLeaseListener): Promise<void> {
     this.#listener = listener;
     this.#running = true;
     this.#transport.on('disconnected', this.#onDisconnected);
@@ -260,7 +237,7 @@ export class AmqpBeatLease {
     }
   }
 
-  async #commit(session: Session, leader: Leader, record: AmqpTickCommit): Promise<AmqpCommitOutcome> {
+  async #commit(session: Session, leader: Leader, record: TickCommit): Promise<CommitOutcome> {
     if (leader.controller.signal.aborted || session.lost) return 'fenced';
     const recorded = session.state.entries[record.entry];
     if (recorded !== undefined && recorded >= record.tick) return 'stale';
@@ -330,11 +307,6 @@ export class AmqpBeatLease {
       this.#listener?.deposed(reason);
     }
   }
-}
-
-/** The beat lease of an AMQP transport (what @kq/worker's Beat loads for `amqp://` brokers). */
-export function createBeatLease(transport: AmqpTransport, options: AmqpBeatLeaseOptions): AmqpBeatLease {
-  return new AmqpBeatLease(transport, options);
 }
 
 function emptySnapshot(): Snapshot {

@@ -53,6 +53,18 @@ export { DEFAULT_PRIORITY_STEPS, VIRTUAL_MAX_PRIORITY, priorityStep } from './vi
 export { MemoryTransport, type MemoryTransportOptions } from './memory/memory-transport';
 export { MemoryBroker } from './memory/memory-broker';
 export { MemoryStore } from './memory/memory-store';
+export { MemoryBeatLease } from './memory/memory-beat-lease';
+export { MemoryCycleRegister } from './memory/memory-cycle-register';
+export type {
+  BeatLease,
+  BeatLeaseListener,
+  BeatLeaseOptions,
+  BeatLeadership,
+  CommitOutcome,
+  TickCommit,
+  TickPublication,
+} from './leases/beat-lease';
+export type { CycleAdvance, CycleBegin, CycleMarker, CycleRegister, CycleState } from './leases/cycle-register';
 
 export {
   createTransport,

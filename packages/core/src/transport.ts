@@ -1,4 +1,7 @@
+import type { DeadLetterBox } from './dead-letters';
 import type { ExchangeType, Exchange } from './exchange';
+import type { BeatLease, BeatLeaseOptions } from './leases/beat-lease';
+import type { CycleRegister } from './leases/cycle-register';
 import type { Delivery, OutgoingMessage } from './message';
 import type { Queue } from './queue';
 import type { TypedEmitter } from './typed-emitter';
@@ -170,6 +173,16 @@ export interface Transport extends TypedEmitter<TransportEvents> {
    * start-up). Transports whose delay needs no per-queue set-up leave it out.
    */
   prepareDelayedDelivery?(queues: readonly Queue[]): Promise<void>;
+  /*
+   * Optional capabilities: contracts declared here in @kq/core that a transport implements on its broker, each checked
+   * by a shared suite of @kq/test-harness. Callers test for the method; the transport package is never looked up by name.
+   */
+  /** kq beat's leader election and schedule state on this broker (`BeatLease`; `defineBeatLeaseSuite`). kq beat needs it. */
+  beatLease?(options: BeatLeaseOptions): BeatLease;
+  /** The register of kq periodic-task cycles on this broker (`CycleRegister`; `defineCycleRegisterSuite`). */
+  cycleRegister?(): CycleRegister;
+  /** Rejected messages the broker keeps, for `kq dlq` and the dashboard (`DeadLetterBox`). */
+  deadLetters?(): DeadLetterBox;
   /** Where it connects, with the password removed (for logs and `inspect stats`). */
   describe(): TransportDescription;
   close(): Promise<void>;

@@ -1,5 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { ExchangeNotFound, KqError, routeMessage, type OutgoingMessage, type StoredMessage } from '@kq/core';
+import {
+  ExchangeNotFound,
+  KqError,
+  routeMessage,
+  type BeatLease,
+  type BeatLeaseListener,
+  type BeatLeaseOptions,
+  type CommitOutcome,
+  type OutgoingMessage,
+  type StoredMessage,
+  type TickCommit,
+  type TickPublication,
+} from '@kq/core';
 import { BeatOutbox, type BeatDelivery } from './beat-outbox';
 import { isCluster, masterClientOf } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
@@ -8,8 +20,7 @@ import { LuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
 /*
- * kq beat's leader lease and schedule state on Redis (the worker's `BeatLease` contract, matched structurally so
- * this package does not depend on @kq/worker). Keys, under the transport's `globalKeyprefix`:
+ * kq beat's leader lease and schedule state on Redis (core's `BeatLease` contract, `RedisTransport.beatLease`). Keys, under the transport's `globalKeyprefix`:
  *
  *   _kq.beat.<group>.lease   string "<epoch>:<holder>"  SET NX PX — the lease; expires unless renewed
  *   _kq.beat.<group>.epoch   counter                     INCR on every new leadership — the fencing token
@@ -109,43 +120,6 @@ return 1
 `,
 );
 
-export interface RedisBeatLeaseOptions {
-  /** Schedule group: processes of one group elect one leader and share one state. */
-  group: string;
-  /** Lease time to live, ms: how long a crashed leader blocks a takeover. */
-  leaseMs: number;
-  /** How often the leader renews and followers try to acquire, ms. */
-  renewIntervalMs: number;
-}
-
-/** A message to publish with a tick (what `Channel.publish` takes). */
-export interface RedisTickPublication {
-  exchange: string;
-  routingKey: string;
-  message: OutgoingMessage;
-}
-
-export interface RedisTickCommit {
-  entry: string;
-  tick: number;
-  publish?: RedisTickPublication;
-}
-
-export type RedisCommitOutcome = 'committed' | 'stale' | 'fenced';
-
-export interface RedisBeatLeadership {
-  readonly epoch: number;
-  readonly lastTicks: ReadonlyMap<string, number>;
-  readonly signal: AbortSignal;
-  commit(record: RedisTickCommit): Promise<RedisCommitOutcome>;
-}
-
-export interface RedisBeatLeaseListener {
-  elected(leadership: RedisBeatLeadership): void;
-  deposed(reason: Error): void;
-  error(error: Error): void;
-}
-
 interface Held {
   readonly token: string;
   readonly epoch: number;
@@ -159,23 +133,23 @@ interface Held {
  * renewed by the leader, and a commit script that only the current lease holder can run. Uses the transport's
  * command connection (the same Redis that holds the queues, which is what makes the commit atomic).
  */
-export class RedisBeatLease {
+export class RedisBeatLease implements BeatLease {
   readonly kind = 'redis';
   readonly #transport: RedisTransport;
-  readonly #options: RedisBeatLeaseOptions;
+  readonly #options: BeatLeaseOptions;
   readonly #holder = randomUUID();
   readonly #keys: { lease: string; epoch: string; state: string };
   /** Redis Cluster only (see COMMIT_RECORDED). */
   readonly #outbox: BeatOutbox | undefined;
   /** Records this leader committed but could not send yet: sent again after each renewal. */
   readonly #unsent = new Map<string, string>();
-  #listener: RedisBeatLeaseListener | undefined;
+  #listener: BeatLeaseListener | undefined;
   #held: Held | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running = false;
   #busy: Promise<void> | undefined;
 
-  constructor(transport: RedisTransport, options: RedisBeatLeaseOptions) {
+  constructor(transport: RedisTransport, options: BeatLeaseOptions) {
     if (!(options.leaseMs > 0) || !(options.renewIntervalMs > 0) || options.renewIntervalMs >= options.leaseMs) {
       throw new KqError(`A beat lease needs 0 < renewIntervalMs < leaseMs; got renewIntervalMs ${options.renewIntervalMs}, leaseMs ${options.leaseMs}.`);
     }
@@ -198,7 +172,7 @@ export class RedisBeatLease {
     return this.#outbox ? { ...this.#keys, outbox: this.#outbox.key } : this.#keys;
   }
 
-  async start(listener: RedisBeatLeaseListener): Promise<void> {
+  async start(listener: BeatLeaseListener): Promise<void> {
     this.#listener = listener;
     this.#running = true;
     await this.#transport.connect();
@@ -322,7 +296,7 @@ export class RedisBeatLease {
     this.#listener?.deposed(reason);
   }
 
-  async #commit(held: Held, record: RedisTickCommit): Promise<RedisCommitOutcome> {
+  async #commit(held: Held, record: TickCommit): Promise<CommitOutcome> {
     if (held.controller.signal.aborted || this.#held !== held) return 'fenced';
     const delivery = record.publish ? await this.#delivery(record.publish) : { pushes: [], broadcasts: [] };
     let result: number;
@@ -347,7 +321,7 @@ export class RedisBeatLease {
   }
 
   /** The tick's message as what to push to each queue's list and what to broadcast. */
-  async #delivery(publish: RedisTickPublication): Promise<BeatDelivery> {
+  async #delivery(publish: TickPublication): Promise<BeatDelivery> {
     const { exchange, routingKey, message } = publish;
     const { queues, channel } = await this.#route(exchange, routingKey, message);
     const step = this.#transport.priorityStep(message.properties.priority);
@@ -377,11 +351,6 @@ export class RedisBeatLease {
   #redis(): RedisClient {
     return this.#transport.redisStore.commands;
   }
-}
-
-/** The beat lease of a Redis transport (what @kq/worker's Beat loads for `redis://` brokers). */
-export function createBeatLease(transport: RedisTransport, options: RedisBeatLeaseOptions): RedisBeatLease {
-  return new RedisBeatLease(transport, options);
 }
 
 function stored(exchange: string, routingKey: string, message: OutgoingMessage): StoredMessage {

@@ -1,12 +1,11 @@
-import { KqError } from '@kq/core';
+import { KqError, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { RedisClient } from './connection-factory';
 import { LuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
 /*
- * The register of kq periodic tasks on Redis (the worker's `CycleRegister` contract, matched structurally so this
- * package does not depend on @kq/worker): one hash per periodic task, `_kq.periodic.<name>` under the transport's
- * `globalKeyprefix`, fields `cycle`, `step`, `token`, `until` (claim deadline, server ms), with a PX time to live
+ * The register of kq periodic tasks on Redis (core's `CycleRegister` contract, `RedisTransport.cycleRegister`): one
+ * hash per periodic task, `_kq.periodic.<name>` under the transport's `globalKeyprefix`, fields `cycle`, `step`, `token`, `until` (claim deadline, server ms), with a PX time to live
  * that every operation renews. Each operation is one script, so it is atomic for every process; claim deadlines use
  * the server's clock.
  */
@@ -84,16 +83,8 @@ return redis.call('DEL', KEYS[1])
 `,
 );
 
-export interface RedisCycleMarker {
-  readonly cycle: string;
-  readonly step: number;
-}
-
-export type RedisCycleBegin = 'current' | 'busy' | 'stale' | 'superseded' | 'absent';
-export type RedisCycleAdvance = 'advanced' | 'stale' | 'superseded' | 'absent';
-
 /** The register of kq periodic-task cycles on Redis (see the comment at the top of this file). */
-export class RedisCycleRegister {
+export class RedisCycleRegister implements CycleRegister {
   readonly kind = 'redis';
   readonly #transport: RedisTransport;
 
@@ -106,19 +97,19 @@ export class RedisCycleRegister {
     return `${this.#transport.layout.prefix}_kq.periodic.${key}`;
   }
 
-  async create(key: string, marker: RedisCycleMarker, ttlMs: number): Promise<boolean> {
+  async create(key: string, marker: CycleMarker, ttlMs: number): Promise<boolean> {
     return (await CREATE.run(await this.#redis(), [this.redisKey(key)], [marker.cycle, marker.step, ttl(ttlMs)])) === 1;
   }
 
-  async begin(key: string, marker: RedisCycleMarker, token: string, claimMs: number, ttlMs: number): Promise<RedisCycleBegin> {
-    return (await BEGIN.run(await this.#redis(), [this.redisKey(key)], [marker.cycle, marker.step, token, ttl(claimMs), ttl(ttlMs)])) as RedisCycleBegin;
+  async begin(key: string, marker: CycleMarker, token: string, claimMs: number, ttlMs: number): Promise<CycleBegin> {
+    return (await BEGIN.run(await this.#redis(), [this.redisKey(key)], [marker.cycle, marker.step, token, ttl(claimMs), ttl(ttlMs)])) as CycleBegin;
   }
 
-  async advance(key: string, from: RedisCycleMarker, toStep: number, ttlMs: number): Promise<RedisCycleAdvance> {
-    return (await ADVANCE.run(await this.#redis(), [this.redisKey(key)], [from.cycle, from.step, toStep, ttl(ttlMs)])) as RedisCycleAdvance;
+  async advance(key: string, from: CycleMarker, toStep: number, ttlMs: number): Promise<CycleAdvance> {
+    return (await ADVANCE.run(await this.#redis(), [this.redisKey(key)], [from.cycle, from.step, toStep, ttl(ttlMs)])) as CycleAdvance;
   }
 
-  async read(key: string): Promise<{ cycle: string; step: number; claimedBy: string | null } | null> {
+  async read(key: string): Promise<CycleState | null> {
     const result = (await READ.run(await this.#redis(), [this.redisKey(key)], [])) as [string, string, string | null] | null;
     if (!result) return null;
     const [cycle, step, claimed] = result;
@@ -135,11 +126,6 @@ export class RedisCycleRegister {
     await this.#transport.connect();
     return this.#transport.redisStore.commands;
   }
-}
-
-/** The periodic-task cycle register of a Redis transport (what @kq/worker loads for `redis://` brokers). */
-export function createCycleRegister(transport: RedisTransport): RedisCycleRegister {
-  return new RedisCycleRegister(transport);
 }
 
 function ttl(ms: number): number {

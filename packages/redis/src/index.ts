@@ -21,17 +21,8 @@ export type { ClusterNodeAddress } from './redis-options';
 export { keySlot, CLUSTER_SLOTS } from './cluster-slot';
 export { quarantineRecord, type QuarantineEntry } from './quarantine';
 export { pyJson, pyString } from '@kq/core';
-export {
-  RedisBeatLease,
-  createBeatLease,
-  type RedisBeatLeaseOptions,
-  type RedisBeatLeadership,
-  type RedisBeatLeaseListener,
-  type RedisTickCommit,
-  type RedisTickPublication,
-  type RedisCommitOutcome,
-} from './beat-lease';
-export { RedisCycleRegister, createCycleRegister, type RedisCycleMarker, type RedisCycleBegin, type RedisCycleAdvance } from './cycle-register';
+export { RedisBeatLease } from './beat-lease';
+export { RedisCycleRegister } from './cycle-register';
 
 /**
  * The factory core's transport registry calls for `redis://`, `rediss://`, `sentinel://` and `redis+cluster://` URLs. Options are

@@ -2,14 +2,17 @@ import {
   KqError,
   VIRTUAL_MAX_PRIORITY,
   VirtualTransport,
+  type BeatLeaseOptions,
   type Channel,
   type DeadLetterBox,
   type Exchange,
   type TransportDescription,
   type VirtualChannel,
 } from '@kq/core';
+import { RedisBeatLease } from './beat-lease';
 import { parseBrokerUrl, type RedisEndpoint } from './broker-url';
 import { ConnectionFactory } from './connection-factory';
+import { RedisCycleRegister } from './cycle-register';
 import { countDelayed } from './delayed-count';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout } from './key-layout';
 import { RedisChannel } from './redis-channel';
@@ -123,6 +126,16 @@ export class RedisTransport extends VirtualTransport {
   /** Rejected task messages kept in `_kq.dead` (RabbitMQ would dead-letter them; Kombu's Redis drops them). */
   deadLetters(): DeadLetterBox {
     return this.redisStore.deadLetters;
+  }
+
+  /** kq beat's lease on this Redis: a fenced `SET NX PX` lease and the schedule's state (see `RedisBeatLease`). */
+  beatLease(options: BeatLeaseOptions): RedisBeatLease {
+    return new RedisBeatLease(this, options);
+  }
+
+  /** Periodic-task registers in this Redis, one hash each (see `RedisCycleRegister`). */
+  cycleRegister(): RedisCycleRegister {
+    return new RedisCycleRegister(this);
   }
 
   describe(): TransportDescription {

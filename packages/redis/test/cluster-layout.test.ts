@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { hashedPart, keySlot } from '../src/cluster-slot';
 import { RedisTransport, parseBrokerUrl } from '../src/index';
-import { createBeatLease } from '../src/beat-lease';
+import { RedisBeatLease } from '../src/beat-lease';
 import { isConnectionError } from '../src/connection-errors';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout, type QueueScopedName } from '../src/key-layout';
 
@@ -179,12 +179,12 @@ describe('asking for cluster mode', () => {
 
   it('keeps kq beat’s lease, epoch, state and outbox in one slot on a cluster (their scripts reach one slot)', () => {
     const transport = new RedisTransport('redis+cluster://127.0.0.1:7000/', { globalKeyprefix: 'app:' });
-    const keys = createBeatLease(transport, { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys;
+    const keys = new RedisBeatLease(transport, { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys;
     const names = [keys.lease, keys.epoch, keys.state, keys.outbox as string];
     expect(names).toEqual(['app:_kq.beat{kq.beat.g}.lease', 'app:_kq.beat{kq.beat.g}.epoch', 'app:_kq.beat{kq.beat.g}.state', 'app:_kq.beat{kq.beat.g}.outbox']);
     expect(new Set(names.map((name) => keySlot(name))).size).toBe(1);
     // Kombu's layout keeps its names, and has no outbox (its commit pushes in the same script).
-    expect(createBeatLease(new RedisTransport('redis://127.0.0.1:6379/0'), { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys).toEqual({
+    expect(new RedisBeatLease(new RedisTransport('redis://127.0.0.1:6379/0'), { group: 'g', leaseMs: 1000, renewIntervalMs: 100 }).keys).toEqual({
       lease: '_kq.beat.g.lease',
       epoch: '_kq.beat.g.epoch',
       state: '_kq.beat.g.state',

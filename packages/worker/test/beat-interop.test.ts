@@ -7,14 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Transport } from '@kq/core';
-import type { AmqpTransport } from '@kq/amqp';
-import type { RedisTransport } from '@kq/redis';
+import { AmqpBeatLease, type AmqpTransport } from '@kq/amqp';
+import { RedisBeatLease, type RedisTransport } from '@kq/redis';
 import { brokerReachable, pythonAvailable, pythonInterpreter, waitFor } from '@kq/test-harness';
 import { App } from '../src/app';
 import { Beat, beatTaskId, type BeatLease } from '../src/beat/index';
-// The transport packages' beat leases, imported by path until their index.ts export them.
-import { RedisBeatLease } from '../../redis/src/beat-lease';
-import { AmqpBeatLease } from '../../amqp/src/single-active-consumer-lease';
 
 const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const python = await pythonAvailable(['celery']);

@@ -1,26 +1,14 @@
 /**
- * Beat and periodic tasks find their broker-side pieces in the transport package of the broker URL
- * (`createBeatLease` / `createCycleRegister` exported by @kq/redis and @kq/amqp).
+ * Beat and periodic tasks ask the broker URL's transport for their broker-side pieces (`transport.beatLease`,
+ * `transport.cycleRegister`), and say what to do on a transport that has none.
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RedisTransport } from '@kq/redis';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { App } from '../src/app';
 import { Beat } from '../src/beat/index';
 import { definePeriodic } from '../src/periodic/index';
-
-// Until the packages' index.ts export them, add the factories to the package modules here (a no-op once they do).
-vi.mock('@kq/redis', async (importOriginal) => ({
-  ...(await importOriginal<Record<string, unknown>>()),
-  ...(await import('../../redis/src/beat-lease')),
-  ...(await import('../../redis/src/cycle-register')),
-}));
-vi.mock('@kq/amqp', async (importOriginal) => ({
-  ...(await importOriginal<Record<string, unknown>>()),
-  ...(await import('../../amqp/src/single-active-consumer-lease')),
-  ...(await import('../../amqp/src/cycle-register')),
-}));
 
 const brokers = [
   { kind: 'memory', url: `memory://resolution-${randomUUID()}`, up: true },
@@ -49,6 +37,22 @@ describe.each(brokers)('on $kind', ({ kind, url, up }) => {
         const { redisStore } = (await app.connection.transport()) as RedisTransport;
         await redisStore.commands.del(`_kq.beat.${group}.lease`, `_kq.beat.${group}.epoch`, `_kq.beat.${group}.state`);
       }
+      await app.close();
+    }
+  });
+});
+
+describe.skipIf(!(await brokerReachable('postgres')))('on a transport without a lease or a register (PostgreSQL)', () => {
+  it('kq beat and a periodic task say what to use instead', async () => {
+    const app = new App(`resolution-${randomUUID()}`, { broker: brokerUrls.postgres });
+    app.log.level = 'critical';
+    const beat = new Beat(app, { schedule: [], loglevel: 'critical' });
+    try {
+      await expect(beat.start()).rejects.toThrow(/kq beat needs a broker-side lease, which the postgres transport does not provide\. Use redis:\/\//);
+      const periodic = definePeriodic(app, 'resolution.p', async () => undefined, { every: 60 });
+      await expect(periodic.register()).rejects.toThrow(/needs a broker-side register, which the postgres transport does not provide/);
+    } finally {
+      await beat.stop().catch(() => undefined);
       await app.close();
     }
   });

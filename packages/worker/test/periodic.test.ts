@@ -1,17 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Delivery, Transport } from '@kq/core';
-import type { AmqpTransport } from '@kq/amqp';
+import type { Delivery } from '@kq/core';
 import type { RedisTransport } from '@kq/redis';
 import { brokerReachable, brokerUrls, waitFor } from '@kq/test-harness';
 import { App } from '../src/app';
 import { decodeTaskMessage } from '../src/protocol/index';
-import { definePeriodic, periodicStep, periodicTasks, StopPeriodic, type CycleRegister, type PeriodicOptions, type PeriodicRecord } from '../src/periodic/index';
+import { definePeriodic, periodicStep, periodicTasks, StopPeriodic, type PeriodicOptions, type PeriodicRecord } from '../src/periodic/index';
 import type { Worker } from '../src/worker/worker';
 import type { TaskContext } from '../src/task-context';
-// The transport packages' registers, imported by path until their index.ts export them.
-import { createCycleRegister as createRedisCycleRegister } from '../../redis/src/cycle-register';
-import { createCycleRegister as createAmqpCycleRegister } from '../../amqp/src/cycle-register';
 
 type Kind = 'memory' | 'redis' | 'amqp';
 
@@ -20,12 +16,6 @@ const transports: Array<{ kind: Kind; url: string; up: boolean }> = [
   { kind: 'redis', url: `${brokerUrls.redis.replace(/\/\d*$/, '')}/0`, up: await brokerReachable('redis') },
   { kind: 'amqp', url: brokerUrls.amqp, up: await brokerReachable('amqp') },
 ];
-
-function registerFor(transport: Transport): CycleRegister | undefined {
-  if (transport.name === 'redis') return createRedisCycleRegister(transport as RedisTransport);
-  if (transport.name === 'amqp') return createAmqpCycleRegister(transport as AmqpTransport);
-  return undefined; // memory: the built-in one
-}
 
 function brokerUrl(kind: Kind, url: string, name: string): string {
   return kind === 'memory' ? `memory://${name.replace(/[^a-z0-9-]/gi, '-')}` : url;
@@ -47,8 +37,7 @@ class Cluster {
       const app = new App(`periodic-${i}`, { broker: brokerUrl(this.kind, this.url, this.name), taskDefaultQueue: `${this.name}.runs` });
       app.log.level = 'critical';
       this.apps.push(app);
-      const register = registerFor(await app.connection.transport());
-      definePeriodic<[], R>(app, this.name, fn, { ...options, ...(register ? { register } : {}) });
+      definePeriodic<[], R>(app, this.name, fn, options); // the transport's own register (transport.cycleRegister)
       this.workers.push(app.worker({ concurrency: 2, steps: [periodicStep()], loglevel: 'critical', hostname: `w${i}@test` }));
     }
     // All at once, as three workers deployed together would.

@@ -7,10 +7,10 @@
  * Run with `pnpm test:rabbit-cluster` (part of `pnpm test:clusters`).
  */
 import { randomUUID } from 'node:crypto';
-import { PublishRejected, Queue, type Delivery } from '@kq/core';
+import { PublishRejected, Queue, type BeatLeadership, type Delivery } from '@kq/core';
 import { RabbitCluster, freeRabbitPorts } from '@kq/test-harness/rabbit-cluster';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AmqpBeatLease, AmqpTransport, type AmqpBeatLeadership } from '../../src/index';
+import { AmqpBeatLease, AmqpTransport, } from '../../src/index';
 import { message, waitFor } from '../helpers';
 
 const CLUSTER_START_MS = 180_000;
@@ -116,7 +116,7 @@ describe("kq beat's single-active-consumer lease across a node kill", () => {
   it('elects the standby with the committed state when the leader and the lease queue lose their node', async () => {
     const group = `cluster-${randomUUID().slice(0, 8)}`;
     const transports = [new AmqpTransport(urlFrom(cluster, 0), { connectTimeout: 5000 }), new AmqpTransport(urlFrom(cluster, 1), { connectTimeout: 5000 })];
-    const leading = new Map<string, AmqpBeatLeadership>();
+    const leading = new Map<string, BeatLeadership>();
     const overlaps: string[] = [];
     const elections: Array<{ who: string; epoch: number; at: number; lastTick: number | undefined }> = [];
     const leases = transports.map((transport, index) => {

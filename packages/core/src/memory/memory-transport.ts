@@ -1,6 +1,9 @@
+import type { BeatLeaseOptions } from '../leases/beat-lease';
 import type { TransportDescription } from '../transport';
 import { VirtualTransport, type VirtualTransportOptions } from '../virtual/virtual-transport';
+import { MemoryBeatLease } from './memory-beat-lease';
 import { MemoryBroker } from './memory-broker';
+import { MemoryCycleRegister } from './memory-cycle-register';
 import { MemoryStore } from './memory-store';
 
 export interface MemoryTransportOptions extends VirtualTransportOptions {
@@ -26,6 +29,16 @@ export class MemoryTransport extends VirtualTransport {
   static fromUrl(url: string, options: MemoryTransportOptions = {}): MemoryTransport {
     const name = new URL(url).hostname || 'default';
     return new MemoryTransport({ ...options, broker: options.broker ?? name });
+  }
+
+  /** Beats of this process sharing this in-process broker elect one leader among themselves (see `MemoryBeatLease`). */
+  beatLease(options: BeatLeaseOptions): MemoryBeatLease {
+    return new MemoryBeatLease(this, options);
+  }
+
+  /** Periodic-task registers kept in this in-process broker (see `MemoryCycleRegister`). */
+  cycleRegister(): MemoryCycleRegister {
+    return new MemoryCycleRegister(this);
   }
 
   describe(): TransportDescription {

@@ -1,12 +1,21 @@
-import { KqError, TypedEmitter, sanitizeUrl, type Entity, type Transport } from '@kq/core';
+import {
+  KqError,
+  TypedEmitter,
+  UnsupportedFeature,
+  sanitizeUrl,
+  type BeatLease,
+  type BeatLeaseOptions,
+  type BeatLeadership,
+  type CommitOutcome,
+  type Entity,
+  type TickCommit,
+  type Transport,
+} from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { Logger, type LogLevel } from '../logger';
 import { formatIsoDate } from '../protocol/index';
-import type { BeatLease, BeatLeaseOptions, BeatLeadership, CommitOutcome, TickCommit } from './beat-lease';
-import { loadBrokerFactory } from './broker-support';
 import { beatTaskId } from './deterministic-id';
 import { BeatScheduleError } from './errors';
-import { MemoryBeatLease } from './memory-beat-lease';
 import { planTicks } from './misfire';
 import { ScheduleEntry, type BeatEntryDefinition, type MisfirePolicy } from './schedule-entry';
 import { prepareTaskMessage } from '../prepare-task-message';
@@ -166,9 +175,13 @@ export class Beat extends TypedEmitter<BeatEvents> {
       leaseMs,
       renewIntervalMs: this.#options.renewIntervalMs ?? Math.max(50, Math.floor(leaseMs / 5)),
     };
-    if (transport.name === 'memory') return new MemoryBeatLease(transport, options);
-    const create = await loadBrokerFactory<(transport: Transport, options: BeatLeaseOptions) => BeatLease>(transport, 'createBeatLease', 'kq beat');
-    return create(transport, options);
+    if (!transport.beatLease) {
+      throw new UnsupportedFeature(
+        `kq beat needs a broker-side lease, which the ${transport.name} transport does not provide. Use redis://, amqp:// or memory://, ` +
+          `or pass one explicitly (the \`lease\` option).`,
+      );
+    }
+    return transport.beatLease(options);
   }
 
   #onElected(leadership: BeatLeadership): void {

@@ -7,10 +7,10 @@ export type {
   CommitOutcome,
   TickCommit,
   TickPublication,
-} from './beat-lease';
+} from '@kq/core';
 export { beatTaskId, deterministicTaskId } from './deterministic-id';
 export { BeatScheduleError } from './errors';
-export { MemoryBeatLease } from './memory-beat-lease';
+export { MemoryBeatLease } from '@kq/core';
 export { planTicks, type TickPlan } from './misfire';
 export {
   MISFIRE_POLICIES,

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { KqError, processWide, Queue, TypedEmitter, type Transport } from '@kq/core';
+import { KqError, processWide, Queue, TypedEmitter, UnsupportedFeature, type CycleRegister, type CycleState } from '@kq/core';
 import type { AppContract } from '../app-contract';
-import { loadBrokerFactory } from '../beat/broker-support';
 import { deterministicTaskId } from '../beat/deterministic-id';
 import { prepareTaskMessage } from '../prepare-task-message';
 import { Ignore, Retry } from '../errors';
@@ -9,9 +8,7 @@ import type { Logger } from '../logger';
 import type { Task, TaskFunction, TaskOptions } from '../task';
 import type { TaskContext } from '../task-context';
 import { ControlLog, type PeriodicRecord } from './control-log';
-import type { CycleRegister, CycleState } from './cycle-register';
 import { StopPeriodic } from './errors';
-import { MemoryCycleRegister } from './memory-cycle-register';
 import { PERIODIC_HEADER, periodicHeader, readPeriodicMeta, type PeriodicMeta } from './periodic-meta';
 
 /** Task options a periodic task takes as they are; retries and acks are the cycle's business. */
@@ -219,9 +216,13 @@ export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicT
   async #openRegister(): Promise<CycleRegister> {
     if (this.#options.register) return this.#options.register;
     const transport = await this.app.connection.transport();
-    if (transport.name === 'memory') return new MemoryCycleRegister(transport);
-    const create = await loadBrokerFactory<(transport: Transport) => CycleRegister>(transport, 'createCycleRegister', `Periodic task ${this.name}`);
-    return create(transport);
+    if (!transport.cycleRegister) {
+      throw new UnsupportedFeature(
+        `Periodic task ${this.name} needs a broker-side register, which the ${transport.name} transport does not provide. ` +
+          `Use redis://, amqp:// or memory://, or pass one explicitly (the \`register\` option).`,
+      );
+    }
+    return transport.cycleRegister();
   }
 
   /** The task body around the user's function: claim the step, run, schedule what comes next. */

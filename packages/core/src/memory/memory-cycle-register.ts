@@ -1,5 +1,7 @@
-import { KqError, MemoryBroker, type Transport } from '@kq/core';
-import type { CycleAdvance, CycleBegin, CycleMarker, CycleRegister, CycleState } from './cycle-register';
+import { KqError } from '../errors';
+import type { CycleAdvance, CycleBegin, CycleMarker, CycleRegister, CycleState } from '../leases/cycle-register';
+import type { Transport } from '../transport';
+import { MemoryBroker } from './memory-broker';
 
 interface RegisterRecord {
   cycle: string;

@@ -1,5 +1,7 @@
-import { KqError, MemoryBroker, type Channel, type Transport } from '@kq/core';
-import type { BeatLease, BeatLeaseListener, BeatLeaseOptions, BeatLeadership, CommitOutcome, TickCommit } from './beat-lease';
+import { KqError } from '../errors';
+import type { BeatLease, BeatLeaseListener, BeatLeaseOptions, BeatLeadership, CommitOutcome, TickCommit } from '../leases/beat-lease';
+import type { Channel, Transport } from '../transport';
+import { MemoryBroker } from './memory-broker';
 
 /** One schedule group on one in-process broker: who leads, who waits, and the recorded ticks. */
 interface GroupState {

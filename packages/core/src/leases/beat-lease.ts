@@ -1,9 +1,10 @@
-import type { OutgoingMessage } from '@kq/core';
+import type { OutgoingMessage } from '../message';
 
 /**
- * The broker-side half of kq beat: leader election with fencing, and the schedule's last-run state. Transport
- * packages implement it (`createBeatLease(transport, options)` in @kq/redis and @kq/amqp); kq's memory transport has
- * an in-process one. The contract that makes a tick sent exactly once across failovers:
+ * The broker-side half of kq beat: leader election with fencing, and the schedule's last-run state. A transport
+ * offers it as `transport.beatLease(options)` (memory, Redis, RabbitMQ); kq beat runs on any transport that does.
+ * `defineBeatLeaseSuite` in @kq/test-harness checks an implementation. The contract that makes a tick sent exactly
+ * once across failovers:
  *
  * - at most one process at a time holds a `BeatLeadership`, and a commit from a process that lost it is refused;
  * - `commit` records "entry's last tick = tick" **and** publishes the tick's message as one atomic step, and refuses

@@ -1,8 +1,8 @@
 /**
  * The broker-side record of a periodic task's cycle: which cycle is the live one, which step it is at, and which run
- * (if any) is executing it. Transport packages implement it (`createCycleRegister(transport)` in @kq/redis and
- * @kq/amqp); the memory transport has an in-process one. Every operation is atomic with respect to the others, for
- * all processes sharing the broker.
+ * (if any) is executing it. A transport offers it as `transport.cycleRegister()` (memory, Redis, RabbitMQ);
+ * `defineCycleRegisterSuite` in @kq/test-harness checks an implementation. Every operation is atomic with respect to
+ * the others, for all processes sharing the broker.
  *
  * A cycle is a chain of task messages, one at a time: step 0 is published when the cycle is created, and each run
  * advances the register to step n+1 *before* it publishes step n+1. A message whose step is behind the register is a
