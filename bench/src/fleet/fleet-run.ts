@@ -19,6 +19,8 @@ export interface FleetRunOptions {
   size: number;
   /** Seconds of idle measured once every worker is ready. */
   idleSeconds: number;
+  /** Seconds waited between the last worker ready and the idle window (default 5: past Gossip's decisions). */
+  settleSeconds?: number;
   /** Workers started together; the next batch waits for them to be ready. */
   batch: number;
   /** SIGKILL one worker after the idle window and time its detection. */
@@ -80,7 +82,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     const starts = ready.map((worker) => (worker.readyAt ?? 0) - worker.spawnedAt);
     const mingles = ready.filter((worker) => worker.mingleStartedAt !== undefined).map((worker) => (worker.readyAt ?? 0) - (worker.mingleStartedAt ?? 0));
     log(`  ${ready.length}/${size} ready (median ${Math.round(percentile(starts, 50))} ms from spawn); settling`);
-    await sleep(5000);
+    await sleep((options.settleSeconds ?? 5) * 1000);
 
     const before = await sample(broker, fleet, dashboard);
     await sleep(options.idleSeconds * 1000);
