@@ -16,7 +16,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '10,50,100,200' },
     'python-sizes': { type: 'string', default: '10,50' },
     brokers: { type: 'string', default: 'redis,amqp' },
-    idle: { type: 'string', default: '20' },
+    idle: { type: 'string', default: '30' },
     batch: { type: 'string', default: '10' },
     out: { type: 'string', default: fileURLToPath(new URL('../../FLEET.md', import.meta.url)) },
     'max-minutes': { type: 'string', default: '60' },
@@ -26,7 +26,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'pnpm bench:fleet [-- --sizes 10,50,100,200 --python-sizes 10,50 --brokers redis,amqp --idle 20 --batch 10 --out FLEET.md]\n',
+    'pnpm bench:fleet [-- --sizes 10,50,100,200 --python-sizes 10,50 --brokers redis,amqp --idle 30 --batch 10 --out FLEET.md]\n',
   );
   process.exit(0);
 }

@@ -13,7 +13,7 @@ const FLEET_DIR = fileURLToPath(new URL('.', import.meta.url));
 /** Lines that say a worker is consuming: kq's `<node> ready: queues …`, Celery's `<node> ready.` */
 const READY = /\bready[.:]/;
 /** A peer reported lost or gone by Gossip: Celery's and kq's `missed heartbeat from <node>`, kq's notice. */
-const LOST = /(?:missed heartbeat from|reported lost:?) (\S+)/;
+const LOST = /(?:missed heartbeat from|reported lost by \S+:) (\S+)/;
 
 export interface FleetWorker {
   readonly name: string;
@@ -33,7 +33,14 @@ export interface FleetOptions {
 }
 
 const live = new Set<ChildProcess>();
+const exitKills = new Set<() => void>();
 let hooksInstalled = false;
+
+/** Runs `kill` (synchronous, e.g. a SIGKILL) if the bench exits or is stopped first; returns the way to forget it. */
+export function killOnExit(kill: () => void): () => void {
+  exitKills.add(kill);
+  return () => exitKills.delete(kill);
+}
 
 /** Kills every fleet process left on exit or on a signal (bounded: SIGKILL to each process group). */
 export function installFleetExitHooks(): void {
@@ -51,6 +58,13 @@ export function installFleetExitHooks(): void {
 
 function killAll(): void {
   for (const child of live) killGroup(child);
+  for (const kill of exitKills) {
+    try {
+      kill();
+    } catch {
+      // already gone
+    }
+  }
 }
 
 function killGroup(child: ChildProcess): void {

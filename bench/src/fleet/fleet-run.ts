@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { App } from '@kq/worker';
 import { processTreeCpuUs, processTreeRssBytes } from '../process-tree';
 import { percentile } from '../stats';
-import { Fleet, sleep, type FleetSystem } from './fleet-processes';
+import { Fleet, killOnExit, sleep, type FleetSystem } from './fleet-processes';
 import type { BrokerCounters, FleetBroker } from './private-brokers';
 
 const DASHBOARD_CLI = fileURLToPath(new URL('../../../packages/dashboard/dist/cli.js', import.meta.url));
@@ -25,7 +25,8 @@ export interface FleetRunOptions {
   batch: number;
   /** SIGKILL one worker after the idle window and time its detection. */
   failure: boolean;
-  dashboardPort: number;
+  /** The dashboard's port; null runs the fleet without it. */
+  dashboardPort: number | null;
   log: (line: string) => void;
 }
 
@@ -69,11 +70,13 @@ export interface FailureResult {
 
 export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult> {
   const { system, broker, size, log } = options;
-  const dashboard = startDashboard(broker.url, options.dashboardPort);
+  const port = options.dashboardPort;
+  const dashboard = port === null ? null : startDashboard(broker.url, port);
+  const forgetDashboard = killOnExit(() => dashboard?.kill('SIGKILL'));
   const client = new App('fleet-bench', { broker: broker.url });
   const fleet = new Fleet({ system, brokerUrl: broker.url });
   try {
-    await waitForDashboard(options.dashboardPort);
+    if (port !== null) await waitForDashboard(port);
     await client.control.mailbox.broadcast('ping', { reply: true, timeout: 200 }); // the client's own connections
     const baseline = await broker.counters();
     log(`  starting ${size} ${system} workers on ${broker.kind}`);
@@ -93,7 +96,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     const ping = await timedBroadcast(client, 'ping', {}, size);
     const revoke = await timedBroadcast(client, 'revoke', { task_id: randomUUID(), terminate: false, signal: 'SIGTERM' }, size);
     log(`  idle ${seconds.toFixed(1)} s; ping ${ping.replies} in ${ping.ms ?? '-'} ms; revoke ${revoke.replies} in ${revoke.ms ?? '-'} ms`);
-    const failure = options.failure ? await killOne(fleet, options.dashboardPort) : null;
+    const failure = options.failure ? await killOne(fleet, port) : null;
     if (failure) log(`  kill: dashboard ${failure.dashboardMs ?? 'never'} ms; peers ${failure.peersWithin3Intervals}/${failure.peers} within 3 intervals`);
 
     return {
@@ -122,7 +125,8 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     };
   } finally {
     await fleet.stop();
-    dashboard.kill('SIGKILL');
+    dashboard?.kill('SIGKILL');
+    forgetDashboard();
     await client.close().catch(() => undefined);
   }
 }
@@ -137,7 +141,7 @@ interface Sample {
   dashboardRss: number | null;
 }
 
-async function sample(broker: FleetBroker, fleet: Fleet, dashboard: ChildProcess): Promise<Sample> {
+async function sample(broker: FleetBroker, fleet: Fleet, dashboard: ChildProcess | null): Promise<Sample> {
   const brokerCpuUs = processTreeCpuUs(broker.pid()) ?? 0;
   const at = Date.now();
   const counters = await broker.counters();
@@ -147,8 +151,8 @@ async function sample(broker: FleetBroker, fleet: Fleet, dashboard: ChildProcess
     brokerCpuUs,
     workersCpuUs: fleet.cpuUs(),
     workersRss: fleet.rssBytes(),
-    dashboardCpuUs: processTreeCpuUs(dashboard.pid),
-    dashboardRss: processTreeRssBytes(dashboard.pid),
+    dashboardCpuUs: dashboard ? processTreeCpuUs(dashboard.pid) : null,
+    dashboardRss: dashboard ? processTreeRssBytes(dashboard.pid) : null,
   };
 }
 
@@ -168,7 +172,7 @@ async function timedBroadcast(client: App, method: string, args: Record<string, 
   return { ms: replies.length >= expected ? Math.round(last - started) : null, replies: replies.length };
 }
 
-async function killOne(fleet: Fleet, port: number): Promise<FailureResult> {
+async function killOne(fleet: Fleet, port: number | null): Promise<FailureResult> {
   const alive = fleet.ready;
   const victim = alive[Math.floor(alive.length / 2)];
   if (!victim) return { dashboardMs: null, peersWithin3Intervals: 0, peers: 0, peersMedianMs: null };
@@ -178,7 +182,7 @@ async function killOne(fleet: Fleet, port: number): Promise<FailureResult> {
   let dashboardMs: number | null = null;
   const waitUntil = killedAt + HEARTBEAT_INTERVAL_S * 1000 * 6;
   while (Date.now() < waitUntil) {
-    if (dashboardMs === null) {
+    if (dashboardMs === null && port !== null) {
       const status = await fetchJson<Record<string, boolean>>(`http://127.0.0.1:${port}/api/workers?status=1`);
       if (status && status[victim.name] === false) dashboardMs = Date.now() - killedAt;
     }

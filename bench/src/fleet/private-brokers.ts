@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RabbitNode } from '@kq/test-harness/rabbit-cluster';
 import { waitFor } from '@kq/test-harness';
+import { killOnExit } from './fleet-processes';
 
 const run = promisify(execFile);
 
@@ -45,7 +46,9 @@ export class PrivateRedis implements FleetBroker {
   async start(): Promise<void> {
     // maxclients: a fleet of 200 kq workers holds ~600 connections; Python's more.
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.#dir, '--save', '', '--appendonly', 'no', '--maxclients', '10000'];
-    this.#process = spawn('redis-server', args, { stdio: 'ignore' });
+    const child = spawn('redis-server', args, { stdio: 'ignore' });
+    this.#process = child;
+    killOnExit(() => child.kill('SIGKILL'));
     await waitFor(() => this.#cli('PING').then((out) => out === 'PONG', () => false), 15_000, `redis-server on ${this.port}`);
   }
 
@@ -94,7 +97,9 @@ export class PrivateRabbit implements FleetBroker {
 
   async start(): Promise<void> {
     await this.#node.start();
-    this.#beamPid = Number(readFileSync(join(this.#node.dir, 'pid'), 'utf8').trim()) || undefined;
+    const pid = Number(readFileSync(join(this.#node.dir, 'pid'), 'utf8').trim()) || undefined;
+    this.#beamPid = pid;
+    if (pid !== undefined) killOnExit(() => process.kill(pid, 'SIGKILL'));
   }
 
   pid(): number | undefined {
