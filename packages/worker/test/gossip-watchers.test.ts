@@ -93,6 +93,35 @@ describe('Gossip watchers', () => {
     expect(gossipB.aliveWorkers().map((w) => w.hostname)).toEqual(['a@test']);
   });
 
+  it('workers heard again after they were reported lost are announced in one notice at the next check', async () => {
+    const broker = memoryBrokerName('gossip-found');
+    const a = start(broker, 'a@test');
+    const b = start(broker, 'b@test');
+    await a.worker.start();
+    await b.worker.start();
+    const [gossipA, gossipB] = [findGossip(a.worker), findGossip(b.worker)];
+    await waitFor(() => gossipA.watching && !gossipB.followingHeartbeats, 5000, 'a to watch and b not to');
+    const beat = (hostname: string, at: number): void =>
+      gossipA.onMessage({ type: 'worker-heartbeat', hostname, clock: 1, freq: 2, timestamp: at, pid: 1, sw_ident: 'kq' }, heartbeatFrom(hostname));
+    const now = Date.now() / 1000;
+    for (const ghost of ['y@test', 'z@test']) beat(ghost, now);
+    gossipA.periodic(now + 5); // y and z (and b, whose heartbeats a judges by the same clock) are lost
+    expect(a.messages()).toEqual(expect.arrayContaining(['missed heartbeat from y@test', 'missed heartbeat from z@test']));
+    const found: Array<Array<{ hostname: string }>> = [];
+    const onNotice = gossipB.onNotice.bind(gossipB);
+    gossipB.onNotice = (event: Record<string, unknown>) => {
+      const nodes = event['nodes'] as Array<{ hostname: string }>;
+      // b itself may be announced found on its own (a judged it lost too): only y and z's notices count here.
+      if (event['type'] === 'worker-found' && nodes.some((node) => node.hostname !== 'b@test')) found.push(nodes);
+      onNotice(event);
+    };
+    beat('y@test', Date.now() / 1000);
+    beat('z@test', Date.now() / 1000);
+    await waitFor(() => ['y@test', 'z@test'].every((host) => gossipB.aliveWorkers().some((w) => w.hostname === host)), 5000, 'b to know y and z again');
+    expect(found).toHaveLength(1);
+    expect(found[0]?.map((node) => node.hostname)).toEqual(expect.arrayContaining(['y@test', 'z@test']));
+  });
+
   it('when the watcher goes silent the next worker watches in its place', async () => {
     const broker = memoryBrokerName('gossip-takeover');
     const watcher = fakePeer(broker, 'a@test', 'worker-watching');
@@ -111,6 +140,10 @@ describe('Gossip watchers', () => {
     expect(gossipC.watching).toBe(false);
   });
 });
+
+function heartbeatFrom(hostname: string): Delivery {
+  return { deliveryInfo: { routingKey: 'worker.heartbeat', exchange: 'celeryev' }, headers: { hostname } } as unknown as Delivery;
+}
 
 function findGossip(worker: Worker): Gossip {
   const gossip = clusterOf(worker)?.gossip;

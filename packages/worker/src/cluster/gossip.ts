@@ -102,6 +102,10 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #watchersSeen = new Map<string, { at: number; freq: number }>();
   /** Workers this watcher reported lost: a heartbeat from one of them is announced with `worker-found`. */
   readonly #reportedLost = new Set<string>();
+  /** Workers heard again since the last check, announced together in one `worker-found`. */
+  readonly #found = new Map<string, Record<string, unknown>>();
+  /** When the last check ran (seconds), to notice that this process itself was not running. */
+  #lastCheck = 0;
   #receiver: EventReceiver | undefined;
   #heartbeatReceiver: EventReceiver | undefined;
   #notices: EventDispatcher | undefined;
@@ -168,10 +172,15 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       // watches until it heard from them, rather than follow nobody) this worker knows whether it is one. Meanwhile it
       // follows heartbeats too, so its clock meets the others' at once, as a Celery worker's does.
       this.#deciding = true;
-      this.#decisionTimer = setTimeout(() => {
-        this.#deciding = false;
-        this.#reconsider();
-      }, Math.min(this.#heartbeatInterval * 1500, MAX_DECISION_MS));
+      // setImmediate: after what arrived while this process waited for the CPU is read (timers run before I/O).
+      this.#decisionTimer = setTimeout(
+        () =>
+          setImmediate(() => {
+            this.#deciding = false;
+            this.#reconsider();
+          }),
+        Math.min(this.#heartbeatInterval * 1500, MAX_DECISION_MS),
+      );
       this.#decisionTimer.unref();
     }
     this.#reconsider();
@@ -179,7 +188,10 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     await this.#watchChange;
     const interval = this.#options.interval ?? DEFAULT_GOSSIP_INTERVAL;
     // Lost workers are looked for at least twice per heartbeat interval, so one is reported within three of them.
-    this.#timer = setInterval(() => this.periodic(), Math.min(interval, this.#heartbeatInterval / 2) * 1000);
+    const period = Math.min(interval, this.#heartbeatInterval / 2);
+    // setImmediate: heartbeats that arrived while this process waited for the CPU are read before anyone is judged
+    // lost (a starved watcher would otherwise report the whole fleet lost, then found).
+    this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
     this.#timer.unref();
     this.#noticeTimer = setInterval(() => {
       if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#heartbeatInterval, ...SOFTWARE_INFO });
@@ -253,6 +265,18 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
   }
 
+  /** The periodic check, skipped once when this process itself did not run for two periods (it heard nothing then). */
+  #check(period: number): void {
+    const now = nowSeconds();
+    const gap = this.#lastCheck > 0 ? now - this.#lastCheck : 0;
+    this.#lastCheck = now;
+    if (gap > period * 2) {
+      this.worker.log.debug(`gossip: this process did not run for ${gap.toFixed(1)} s; judging nobody lost this time`);
+      return;
+    }
+    this.periodic(now);
+  }
+
   /**
    * Forgets workers found gone (Celery's `periodic`), reporting each as lost. A watcher looks at every worker's
    * heartbeat and tells the other kq workers whom it lost; any other worker looks only at the watchers' notices.
@@ -268,6 +292,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
         lost.push(worker.hostname);
       }
       if (lost.length > 0) this.#notices?.send('worker-lost', { nodes: lost });
+      if (this.#found.size > 0) this.#notices?.send('worker-found', { nodes: [...this.#found].map(([hostname, fields]) => ({ hostname, ...fields })) });
+      this.#found.clear();
     } else {
       for (const [hostname, seen] of [...this.#watchersSeen]) {
         if (now < seen.at + seen.freq * 2) continue;
@@ -459,7 +485,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     const event = prepareEvent(raw, this.clock, { localize: false });
     if (this.#reportedLost.delete(event.hostname) && this.#watching && event.type === 'worker-heartbeat') {
-      this.#notices?.send('worker-found', { nodes: [{ hostname: event.hostname, freq: event['freq'], sw_ident: event['sw_ident'] }] });
+      this.#found.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] }); // announced at the next check
     }
     this.state.event(event);
     this.#reconsider();
