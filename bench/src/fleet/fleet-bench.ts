@@ -1,6 +1,6 @@
 // `pnpm bench:fleet`: fleets of kq workers (N = 10, 50, 100, 200) and of Python Celery workers (the anchor, N = 10, 50)
 // on a private Redis and a private RabbitMQ, with the dashboard watching; writes bench/FLEET.md.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '10' },
     out: { type: 'string', default: fileURLToPath(new URL('../../FLEET.md', import.meta.url)) },
     'max-minutes': { type: 'string', default: '60' },
+    before: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -72,6 +73,8 @@ for (const kind of brokers) {
     await broker.destroy();
   }
 }
-writeFileSync(values.out, renderFleetReport(results, { idleSeconds: Number(values.idle), batch: Number(values.batch) }));
+// --before <json>: kq's rows of an earlier run (the results JSON a run leaves in the temp dir), shown apart.
+const before = values.before ? (JSON.parse(readFileSync(values.before, 'utf8')) as FleetRunResult[]).filter((row) => row.system === 'kq') : [];
+writeFileSync(values.out, renderFleetReport(results, { idleSeconds: Number(values.idle), batch: Number(values.batch), before }));
 log(`wrote ${values.out}`);
 process.exit(0);

@@ -6,6 +6,8 @@ import { HEARTBEAT_INTERVAL_S, type FleetRunResult } from './fleet-run';
 export interface ReportSettings {
   idleSeconds: number;
   batch: number;
+  /** kq's rows from a run of the code before issue #36 (every worker following every heartbeat), shown apart. */
+  before?: readonly FleetRunResult[];
 }
 
 const BROKER_NAMES = { redis: 'Redis', amqp: 'RabbitMQ' } as const;
@@ -31,44 +33,58 @@ export function renderFleetReport(results: readonly FleetRunResult[], settings: 
     'spread over machines sees.',
     '',
   ];
-  for (const broker of ['redis', 'amqp'] as const) {
-    const rows = results.filter((result) => result.broker === broker);
-    if (rows.length === 0) continue;
-    const traffic = broker === 'redis' ? ['commands/s', 'KB sent/s', 'B sent/s per worker'] : ['published/s', 'delivered/s', 'delivered/s per worker'];
-    lines.push(
-      `## ${BROKER_NAMES[broker]}`,
-      '',
-      `| system | N | ready | start ms (median / max) | Mingle ms (median / max) | broker connections per worker | broker CPU % | broker CPU % per worker | ${traffic.join(' | ')} | worker CPU % each | worker RSS MB each | dashboard CPU % | dashboard RSS MB | ping ms (all) | revoke ms (all) |`,
-      '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    );
-    for (const row of rows) {
-      const sent = broker === 'redis' ? fixed(row.sentPerSecond / 1000, 1) : fixed(row.sentPerSecond, 0);
-      lines.push(
-        `| ${row.system} | ${row.size} | ${row.ready} | ${fixed(row.startMedianMs, 0)} / ${fixed(row.startMaxMs, 0)} | ${fixed(row.mingleMedianMs, 0)} / ${fixed(row.mingleMaxMs, 0)} | ` +
-          `${fixed(row.connectionsPerWorker, 1)} | ${fixed(row.brokerCpuPercent, 1)} | ${fixed(row.brokerCpuPercent / row.size, 3)} | ${fixed(row.receivedPerSecond, 0)} | ${sent} | ` +
-          `${fixed(row.sentPerSecond / row.size, 1)} | ${fixed(row.workerCpuPercentEach, 2)} | ${fixed(row.workerRssMbEach, 0)} | ${fixed(row.dashboardCpuPercent, 1)} | ${fixed(row.dashboardRssMb, 0)} | ` +
-          `${row.pingMs ?? `${row.pingReplies}/${row.size}`} | ${row.revokeMs ?? `${row.revokeReplies}/${row.size}`} |`,
-      );
-    }
-    lines.push('');
-    const failures = rows.filter((row) => row.failure);
-    if (failures.length > 0) {
-      lines.push(`Failure detection (one worker SIGKILLed after the idle window; ${HEARTBEAT_INTERVAL_S * 3} s = 3 heartbeat intervals):`, '');
-      for (const row of failures) {
-        const failure = row.failure;
-        if (!failure) continue;
-        lines.push(
-          `- ${row.system}, N = ${row.size}: the dashboard showed it offline after ${failure.dashboardMs === null ? 'more than 12 s' : `${failure.dashboardMs} ms`}; ` +
-            `${failure.peersWithin3Intervals} of ${failure.peers} peers logged it lost within 3 intervals (median ${failure.peersMedianMs === null ? '-' : `${failure.peersMedianMs} ms`}).`,
-        );
-      }
-      lines.push('');
-    }
-  }
+  for (const broker of ['redis', 'amqp'] as const) lines.push(...brokerSection(`## ${BROKER_NAMES[broker]}`, results.filter((result) => result.broker === broker)));
   lines.push(...targets(results));
+  const before = settings.before ?? [];
+  if (before.length > 0) {
+    lines.push(
+      '## Before issue #36',
+      '',
+      'kq as it was before, every worker\'s Gossip following every heartbeat as Celery\'s does (an earlier run, 20 s idle',
+      'windows; the RabbitMQ node\'s deliveries were not read then, and its N = 200 fleet did not all start):',
+      '',
+    );
+    for (const broker of ['redis', 'amqp'] as const) lines.push(...brokerSection(`### ${BROKER_NAMES[broker]}, before`, before.filter((result) => result.broker === broker)));
+  }
   return `${lines.join('\n')}\n`;
 }
 
+function brokerSection(title: string, rows: readonly FleetRunResult[]): string[] {
+  const lines: string[] = [];
+  const broker = rows[0]?.broker;
+  if (!broker) return lines;
+  const traffic = broker === 'redis' ? ['commands/s', 'KB sent/s', 'B sent/s per worker'] : ['published/s', 'delivered/s', 'delivered/s per worker'];
+  lines.push(
+    title,
+    '',
+    `| system | N | ready | start ms (median / max) | Mingle ms (median / max) | broker connections per worker | broker CPU % | broker CPU % per worker | ${traffic.join(' | ')} | worker CPU % each | worker RSS MB each | dashboard CPU % | dashboard RSS MB | ping ms (all) | revoke ms (all) |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+  );
+  for (const row of rows) {
+    const sent = broker === 'redis' ? fixed(row.sentPerSecond / 1000, 1) : fixed(row.sentPerSecond, 0);
+    lines.push(
+      `| ${row.system} | ${row.size} | ${row.ready} | ${fixed(row.startMedianMs, 0)} / ${fixed(row.startMaxMs, 0)} | ${fixed(row.mingleMedianMs, 0)} / ${fixed(row.mingleMaxMs, 0)} | ` +
+        `${fixed(row.connectionsPerWorker, 1)} | ${fixed(row.brokerCpuPercent, 1)} | ${fixed(row.brokerCpuPercent / row.size, 3)} | ${fixed(row.receivedPerSecond, 0)} | ${sent} | ` +
+        `${fixed(row.sentPerSecond / row.size, 1)} | ${fixed(row.workerCpuPercentEach, 2)} | ${fixed(row.workerRssMbEach, 0)} | ${fixed(row.dashboardCpuPercent, 1)} | ${fixed(row.dashboardRssMb, 0)} | ` +
+        `${row.pingMs ?? `${row.pingReplies}/${row.size}`} | ${row.revokeMs ?? `${row.revokeReplies}/${row.size}`} |`,
+    );
+  }
+  lines.push('');
+  const failures = rows.filter((row) => row.failure);
+  if (failures.length > 0) {
+    lines.push(`Failure detection (one worker SIGKILLed after the idle window; ${HEARTBEAT_INTERVAL_S * 3} s = 3 heartbeat intervals):`, '');
+    for (const row of failures) {
+      const failure = row.failure;
+      if (!failure) continue;
+      lines.push(
+        `- ${row.system}, N = ${row.size}: the dashboard showed it offline after ${failure.dashboardMs === null ? 'more than 12 s' : `${failure.dashboardMs} ms`}; ` +
+          `${failure.peersWithin3Intervals} of ${failure.peers} peers logged it lost within 3 intervals (median ${failure.peersMedianMs === null ? '-' : `${failure.peersMedianMs} ms`}).`,
+      );
+    }
+    lines.push('');
+  }
+  return lines;
+}
 function targets(results: readonly FleetRunResult[]): string[] {
   const lines = ['## Targets (issue #36)', ''];
   for (const broker of ['redis', 'amqp'] as const) {
