@@ -21,6 +21,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: fileURLToPath(new URL('../../FLEET.md', import.meta.url)) },
     'max-minutes': { type: 'string', default: '60' },
     before: { type: 'string' },
+    from: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -37,7 +38,7 @@ const pythonSizes = values['python-sizes'].split(',').filter(Boolean).map(Number
 const brokers = values.brokers.split(',');
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
-acquireRunLock('pnpm bench:fleet', join(tmpdir(), 'kqbench-fleet.lock'));
+if (!values.from) acquireRunLock('pnpm bench:fleet', join(tmpdir(), 'kqbench-fleet.lock'));
 installFleetExitHooks();
 // Bounded in time whatever happens: the exit hook kills every fleet process group.
 setTimeout(() => {
@@ -45,7 +46,9 @@ setTimeout(() => {
   process.exit(2);
 }, Number(values['max-minutes']) * 60_000).unref();
 
-const results: FleetRunResult[] = [];
+// --from <json>: no fleets, FLEET.md rendered again from a run's results (the JSON it leaves in the temp dir).
+const results: FleetRunResult[] = values.from ? (JSON.parse(readFileSync(values.from, 'utf8')) as FleetRunResult[]) : [];
+if (values.from) brokers.length = 0;
 const port = 17_000 + Math.floor(Math.random() * 500);
 for (const kind of brokers) {
   const broker: FleetBroker & { start(): Promise<void> } = kind === 'redis' ? new PrivateRedis(port) : new PrivateRabbit(port + 1);
