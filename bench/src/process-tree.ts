@@ -9,7 +9,7 @@ const PAGE_BYTES = 4096;
  * A process and its descendants as /proc (Linux) shows them — how the bench measures every system alike, whatever
  * language its worker is written in (Python's prefork children included). Null where /proc cannot tell.
  */
-function processTree(root: number): Set<number> | null {
+function processTree(root: number, moreRoots: readonly number[] = []): Set<number> | null {
   try {
     const parents = new Map<number, number>();
     for (const entry of readdirSync('/proc')) {
@@ -22,7 +22,7 @@ function processTree(root: number): Set<number> | null {
         // gone meanwhile
       }
     }
-    const tree = new Set([root]);
+    const tree = new Set([root, ...moreRoots]);
     for (let grew = true; grew; ) {
       grew = false;
       for (const [pid, parent] of parents) {
@@ -35,6 +35,49 @@ function processTree(root: number): Set<number> | null {
     return tree;
   } catch {
     return null;
+  }
+}
+
+/**
+ * User + system CPU of each of many processes (their descendants included), µs in all: one walk of /proc for the lot,
+ * where `processTreeCpuUs` per process would walk it once each (a fleet of 200 made that take a minute).
+ */
+export function processTreesCpuUs(roots: readonly number[]): number {
+  const trees = processForest(roots);
+  let ticks = 0;
+  for (const pid of trees) ticks += cpuTicks(pid);
+  return (ticks / CLOCK_TICKS_PER_SECOND) * 1e6;
+}
+
+/** Resident memory of many processes (their descendants included), bytes in all, from one walk of /proc. */
+export function processTreesRssBytes(roots: readonly number[]): number {
+  let pages = 0;
+  for (const pid of processForest(roots)) {
+    try {
+      pages += Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pages * PAGE_BYTES;
+}
+
+function processForest(roots: readonly number[]): Set<number> {
+  const forest = new Set<number>();
+  const first = roots[0];
+  if (first === undefined) return forest;
+  // processTree walks /proc once; growing from every root at the same time is the same walk.
+  for (const pid of processTree(first, roots) ?? []) forest.add(pid);
+  return forest;
+}
+
+function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0; // gone meanwhile
   }
 }
 

@@ -62,6 +62,8 @@ describe('Gossip', () => {
     const me = start(broker, 'me@test');
     await me.worker.start();
     const gossip = findGossip(me.worker);
+    // Alone, it follows every heartbeat itself once it heard of no watcher for a heartbeat interval and a half.
+    await waitFor(() => gossip.watching, 5000, 'the lone worker to watch');
     const lost: string[] = [];
     gossip.on('node-lost', (w) => lost.push(w.hostname));
 

@@ -27,6 +27,8 @@ export class ClusterContext {
   readonly options: ClusterOptions;
   dispatcher: EventDispatcher | undefined;
   gossip: Gossip | undefined;
+  /** The other nodes' replies to Mingle's hello, by node name (empty without Mingle). */
+  neighbours: ReadonlyMap<string, unknown> = new Map();
   /** Task attributes changed by `rate_limit` / `time_limit`, shown by `inspect registered`. */
   readonly overrides = new Map<string, TaskOverrides>();
   #worker: Worker | undefined;
@@ -68,6 +70,7 @@ export class ClusterContext {
     if (owners.get(worker) === this) owners.delete(worker);
     this.dispatcher = undefined;
     this.gossip = undefined;
+    this.neighbours = new Map();
   }
 
   overridesOf(task: string): TaskOverrides {

@@ -20,8 +20,14 @@ export interface ClusterOptions {
   mingleTimeout?: number;
   /** Follow the other workers' events (clock, who is alive, elections). Default: on when the broker has fanout. */
   gossip?: boolean;
-  /** Seconds between Gossip's checks for workers that stopped sending heartbeats (Celery: 5). */
+  /** Seconds between Gossip's checks for workers that stopped sending heartbeats (Celery: 5; at most half a heartbeat interval). */
   gossipInterval?: number;
+  /**
+   * How many kq workers follow every heartbeat and tell the others whom they lost (default 3); the rest follow only
+   * online, offline and election events, so what each worker consumes stays the same whatever the fleet's size.
+   * `Infinity` makes every worker follow every heartbeat, as Celery's do.
+   */
+  gossipWatchers?: number;
   /** Path of the state file that keeps revoked tasks and the clock across restarts (`--statedb`). */
   statedb?: string;
   /** Seconds between state-file writes while running (it is also written on stop). Default 30. */

@@ -1,15 +1,36 @@
 import { KqError, LamportClock, TypedEmitter, type Delivery } from '@kq/core';
 import { ClusterState, type ClusterWorker } from '../events/cluster-state';
-import type { EventDispatcher } from '../events/event-dispatcher';
-import { EventReceiver, prepareEvent } from '../events/event-receiver';
-import { isEventLike } from '../events/event';
+import { EventDispatcher } from '../events/event-dispatcher';
+import { EventReceiver, prepareEvent, type EventBinding } from '../events/event-receiver';
+import { isEventLike, nowSeconds, type ReceivedEvent } from '../events/event';
+import { SOFTWARE_INFO } from '../events/software-info';
 import type { WorkerStep } from '../worker/bootstep';
 import type { Worker } from '../worker/worker';
 import type { ClusterContext } from './cluster-context';
+import { compareCodePoints } from './code-point-order';
 import { heapPush, type ElectionEntry } from './election-heap';
+import { DEFAULT_HEARTBEAT_INTERVAL } from './heart';
 
 /** Celery's default interval between checks for lost workers, seconds. */
 export const DEFAULT_GOSSIP_INTERVAL = 5.0;
+
+/** kq workers that follow every heartbeat (the watchers), by default. */
+export const DEFAULT_GOSSIP_WATCHERS = 3;
+
+/** The longest a starting worker listens for the watchers before deciding whether to be one. */
+const MAX_DECISION_MS = 3000;
+
+/** The worker events every kq worker follows: few, whatever the fleet's size (heartbeats are left to the watchers). */
+const FOLLOWED_EVENTS = ['worker.online', 'worker.offline', 'worker.elect', 'worker.elect.ack'] as const;
+
+/**
+ * kq's own exchange beside the event exchange (`celeryev.kq`), for what watchers tell the other kq workers: who
+ * they are (`worker-watching`, every heartbeat interval), who stopped sending heartbeats (`worker-lost`) and who came
+ * back (`worker-found`). Python workers and monitors never bind it, so they see exactly Celery's events.
+ */
+export function gossipNoticeExchange(eventExchange: string): string {
+  return `${eventExchange}.kq`;
+}
 
 /** Runs the action of an election this worker won, by topic. */
 export type ElectionHandler = (action: unknown) => void | Promise<void>;
@@ -32,13 +53,30 @@ export interface GossipOptions {
   queueTtl?: number;
   /** Milliseconds an election waits for every live peer's request before deciding with what it has. Default 5000. */
   electionTimeout?: number;
+  /**
+   * How many kq workers follow every heartbeat: the ones with the lowest node names (Python's string order) among the
+   * kq workers alive. The others follow only online, offline and election events, and hear from the watchers who was
+   * lost, so the traffic each worker consumes does not grow with the fleet. Default 3; `Infinity`: every worker
+   * follows every heartbeat (Celery's way, whose cost grows with the square of the fleet).
+   */
+  watchers?: number;
+  /** This worker's heartbeat interval, seconds (default 2): how often a watcher says so, and how often lost workers are looked for. */
+  heartbeatInterval?: number;
 }
 
 /**
- * Celery's `Gossip`: follows the other workers through their `worker.*` events (its own queue bound with
- * `worker.#`), which keeps the app clock in step with theirs, tells who is alive by the heartbeat rule, and runs
- * elections. Own events only move the clock forward. Every 5 s, workers whose heartbeat expired are reported lost and
- * forgotten; the worker itself is never among `aliveWorkers()`.
+ * Celery's `Gossip`: follows the other workers through their `worker.*` events, which keeps the app clock in step
+ * with theirs, tells who is alive, and runs elections. Own events only move the clock forward. The worker itself is
+ * never among `aliveWorkers()`.
+ *
+ * Celery binds every worker's gossip queue with `worker.#`, so each worker receives every other worker's heartbeat
+ * (N workers, N² deliveries every 2 s). Here only the `watchers` kq workers with the lowest node names do: they judge
+ * liveness by the heartbeat rule, report workers whose heartbeat expired (`worker-lost`, on kq's notice exchange) and
+ * say every heartbeat interval that they watch. Every other kq worker binds online, offline and election events only;
+ * for it a worker is alive from its first event (or Mingle reply) until it goes offline or a watcher reports it lost,
+ * and a watcher is lost once its notices stop. A worker that knows of fewer than `watchers` live kq workers below its
+ * name watches (a new worker does until it has heard of them). What workers send is unchanged: Python workers and
+ * monitors see kq workers exactly as before.
  *
  * Elections: Python's leader choice (`LamportClock.sort_heap`) crashes a worker whose heap holds a single request
  * (docs/wire.md#mingle-heartbeats-and-gossip). A kq worker with no live peer decides alone without sending anything,
@@ -58,8 +96,28 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #requests = new Map<string, ElectionEntry[]>();
   readonly #replies = new Map<string, string[]>();
   readonly #deadlines = new Map<string, NodeJS.Timeout>();
+  readonly #watchers: number;
+  readonly #heartbeatInterval: number;
+  /** Watchers heard from (their `worker-watching` notices), with when, while this worker is not one. */
+  readonly #watchersSeen = new Map<string, { at: number; freq: number }>();
+  /** Workers this watcher reported lost: a heartbeat from one of them is announced with `worker-found`. */
+  readonly #reportedLost = new Set<string>();
+  /** Workers heard again since the last check, announced together in one `worker-found`. */
+  readonly #found = new Map<string, Record<string, unknown>>();
+  /** When the last check ran (seconds), to notice that this process itself was not running. */
+  #lastCheck = 0;
   #receiver: EventReceiver | undefined;
+  #heartbeatReceiver: EventReceiver | undefined;
+  #notices: EventDispatcher | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #noticeTimer: NodeJS.Timeout | undefined;
+  #watching = false;
+  #watchingSince = 0;
+  #watchChange: Promise<void> = Promise.resolve();
+  #stopped = false;
+  /** At start, for a heartbeat interval and a half (3 s at most): the watchers' notices have not all been heard yet. */
+  #deciding = false;
+  #decisionTimer: NodeJS.Timeout | undefined;
 
   constructor(worker: Worker, dispatcher: EventDispatcher | undefined, options: GossipOptions = {}) {
     super();
@@ -69,6 +127,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.clock = worker.app.clock;
     this.#dispatcher = dispatcher;
     this.#options = options;
+    this.#watchers = options.watchers ?? DEFAULT_GOSSIP_WATCHERS;
+    this.#heartbeatInterval = options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
     this.electionHandlers.set('task', (action) => this.#callTask(action));
     this.state.on('node-join', (w) => {
       worker.log.debug(`${w.hostname} joined the party`);
@@ -80,10 +140,89 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     });
   }
 
-  async start(): Promise<void> {
+  /** True while this worker follows every heartbeat (one of the `watchers`). */
+  get watching(): boolean {
+    return this.#watching;
+  }
+
+  /** True while heartbeats reach this worker: while it watches, and in its first moments while it decides whether to. */
+  get followingHeartbeats(): boolean {
+    return this.#heartbeatReceiver !== undefined;
+  }
+
+  /** Starts following; `neighbours` are the node names Mingle heard from (alive, until told otherwise). */
+  async start(neighbours: Iterable<string> = []): Promise<void> {
+    const { app } = this.worker;
+    const exchange = app.conf.eventExchange;
+    const notices = gossipNoticeExchange(exchange);
+    // Heartbeats come through a queue of their own, bound while this worker watches.
+    const bindings: EventBinding[] = [...FOLLOWED_EVENTS.map((routingKey) => ({ routingKey })), { routingKey: 'worker.#', exchange: notices }];
+    this.#receiver = this.#newReceiver(bindings);
+    this.#notices = new EventDispatcher(app.connection, {
+      hostname: this.hostname,
+      clock: this.clock,
+      exchange: notices,
+      onError: (error) => this.worker.log.warning(`gossip: ${error.message}`),
+    });
+    await this.#receiver.start();
+    const now = nowSeconds();
+    for (const node of neighbours) if (node !== this.hostname) this.#learn(node, { freq: this.#heartbeatInterval }, now);
+    if (this.#watchers !== Infinity) {
+      // Every watcher says so once per heartbeat interval: after one and a half (3 s at most: with long intervals it
+      // watches until it heard from them, rather than follow nobody) this worker knows whether it is one. Meanwhile it
+      // follows heartbeats too, so its clock meets the others' at once, as a Celery worker's does.
+      this.#deciding = true;
+      // setImmediate: after what arrived while this process waited for the CPU is read (timers run before I/O).
+      this.#decisionTimer = setTimeout(
+        () =>
+          setImmediate(() => {
+            this.#deciding = false;
+            this.#reconsider();
+          }),
+        Math.min(this.#heartbeatInterval * 1500, MAX_DECISION_MS),
+      );
+      this.#decisionTimer.unref();
+    }
+    this.#reconsider();
+    this.#syncFollowing();
+    await this.#watchChange;
+    const interval = this.#options.interval ?? DEFAULT_GOSSIP_INTERVAL;
+    // Lost workers are looked for at least twice per heartbeat interval, so one is reported within three of them.
+    const period = Math.min(interval, this.#heartbeatInterval / 2);
+    // setImmediate: heartbeats that arrived while this process waited for the CPU are read before anyone is judged
+    // lost (a starved watcher would otherwise report the whole fleet lost, then found).
+    this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
+    this.#timer.unref();
+    this.#noticeTimer = setInterval(() => {
+      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#heartbeatInterval, ...SOFTWARE_INFO });
+    }, this.#heartbeatInterval * 1000);
+    this.#noticeTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#decisionTimer);
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#noticeTimer) clearInterval(this.#noticeTimer);
+    this.#timer = undefined;
+    this.#noticeTimer = undefined;
+    for (const timer of this.#deadlines.values()) clearTimeout(timer);
+    this.#deadlines.clear();
+    await this.#watchChange;
+    const receivers = [this.#receiver, this.#heartbeatReceiver];
+    this.#receiver = undefined;
+    this.#heartbeatReceiver = undefined;
+    this.#watching = false;
+    await Promise.all(receivers.map((receiver) => receiver?.close()));
+    const notices = this.#notices;
+    this.#notices = undefined;
+    await notices?.close(2000);
+  }
+
+  #newReceiver(bindings: EventBinding[]): EventReceiver {
     const { app } = this.worker;
     const receiver = new EventReceiver(app.connection, {
-      routingKey: 'worker.#',
+      bindings,
       clock: this.clock,
       exchange: app.conf.eventExchange,
       queueTtl: this.#options.queueTtl ?? 5,
@@ -91,25 +230,20 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       onMessage: (body, delivery) => this.onMessage(body, delivery),
     });
     receiver.on('error', (error) => this.worker.log.warning(`gossip: ${error.message}`));
-    this.#receiver = receiver;
-    await receiver.start();
-    this.#timer = setInterval(() => this.periodic(), (this.#options.interval ?? DEFAULT_GOSSIP_INTERVAL) * 1000);
-    this.#timer.unref();
+    return receiver;
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    for (const timer of this.#deadlines.values()) clearTimeout(timer);
-    this.#deadlines.clear();
-    const receiver = this.#receiver;
-    this.#receiver = undefined;
-    await receiver?.close();
+  /**
+   * Peers alive: for a watcher, those whose heartbeat has not expired (or that it started watching less than two
+   * heartbeat intervals ago); for any other kq worker, every peer it knows of.
+   */
+  aliveWorkers(now: number = nowSeconds()): ClusterWorker[] {
+    return [...this.state.workers.values()].filter((worker) => this.#isAlive(worker, now));
   }
 
-  /** Peers whose heartbeat has not expired. */
-  aliveWorkers(now?: number): ClusterWorker[] {
-    return this.state.aliveWorkers(now);
+  #isAlive(worker: ClusterWorker, now: number): boolean {
+    if (!this.#watching) return true;
+    return worker.isAlive(now) || now < this.#watchingSince + worker.freq * 2;
   }
 
   /** One message from the gossip queue (Celery's `Gossip.on_message`). Never throws. */
@@ -123,6 +257,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       try {
         if (routingKey === 'worker.elect') this.onElect(raw);
         else if (routingKey === 'worker.elect.ack') this.onElectAck(raw);
+        else if (routingKey === 'worker.watching' || routingKey === 'worker.lost' || routingKey === 'worker.found') this.onNotice(raw);
         else this.#workerEvent(raw, delivery);
       } catch (error) {
         this.worker.log.error(`gossip: ${error instanceof Error ? error.message : String(error)}`);
@@ -130,13 +265,143 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
   }
 
-  /** Forgets workers whose heartbeat expired, reporting each as lost (Celery's `periodic`). */
-  periodic(now?: number): void {
-    for (const worker of [...this.state.workers.values()]) {
-      if (worker.isAlive(now)) continue;
-      this.worker.log.info(`missed heartbeat from ${worker.hostname}`);
-      this.state.workers.delete(worker.hostname);
-      this.emit('node-lost', worker);
+  /** The periodic check, skipped once when this process itself did not run for two periods (it heard nothing then). */
+  #check(period: number): void {
+    const now = nowSeconds();
+    const gap = this.#lastCheck > 0 ? now - this.#lastCheck : 0;
+    this.#lastCheck = now;
+    if (gap > period * 2) {
+      this.worker.log.debug(`gossip: this process did not run for ${gap.toFixed(1)} s; judging nobody lost this time`);
+      return;
+    }
+    this.periodic(now);
+  }
+
+  /**
+   * Forgets workers found gone (Celery's `periodic`), reporting each as lost. A watcher looks at every worker's
+   * heartbeat and tells the other kq workers whom it lost; any other worker looks only at the watchers' notices.
+   */
+  periodic(now: number = nowSeconds()): void {
+    if (this.#stopped) return;
+    const lost: string[] = [];
+    if (this.#watching) {
+      for (const worker of [...this.state.workers.values()]) {
+        if (this.#isAlive(worker, now)) continue;
+        this.#forget(worker, 'missed heartbeat from');
+        this.#reportedLost.add(worker.hostname);
+        lost.push(worker.hostname);
+      }
+      if (lost.length > 0) this.#notices?.send('worker-lost', { nodes: lost });
+      if (this.#found.size > 0) this.#notices?.send('worker-found', { nodes: [...this.#found].map(([hostname, fields]) => ({ hostname, ...fields })) });
+      this.#found.clear();
+    } else {
+      for (const [hostname, seen] of [...this.#watchersSeen]) {
+        if (now < seen.at + seen.freq * 2) continue;
+        this.#watchersSeen.delete(hostname);
+        const worker = this.state.workers.get(hostname);
+        if (worker) this.#forget(worker, 'missed heartbeat from');
+      }
+    }
+    if (this.#reportedLost.size > 10_000) this.#reportedLost.clear();
+    this.#reconsider(now);
+  }
+
+  /** A notice from a watcher on kq's notice exchange (never from this worker: its own only move the clock). */
+  onNotice(event: Record<string, unknown>): void {
+    const from = event['hostname'];
+    if (typeof from !== 'string' || from === this.hostname) {
+      this.clock.forward();
+      return;
+    }
+    if (typeof event['clock'] === 'number') this.clock.adjust(event['clock']);
+    else this.clock.forward();
+    const now = nowSeconds();
+    const type = event['type'];
+    const nodes = Array.isArray(event['nodes']) ? event['nodes'] : [];
+    if (type === 'worker-watching' && event['watching'] === false) {
+      this.#watchersSeen.delete(from); // it stopped watching, not running
+    } else if (type === 'worker-watching') {
+      const freq = typeof event['freq'] === 'number' && event['freq'] > 0 ? event['freq'] : this.#heartbeatInterval;
+      this.#watchersSeen.set(from, { at: now, freq });
+      this.#learn(from, { freq, sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] }, now);
+    } else if (type === 'worker-lost') {
+      for (const node of nodes) {
+        const worker = typeof node === 'string' && node !== this.hostname ? this.state.workers.get(node) : undefined;
+        if (!worker) continue;
+        this.#watchersSeen.delete(node as string);
+        this.#forget(worker, `reported lost by ${from}:`);
+      }
+    } else if (type === 'worker-found') {
+      for (const node of nodes) {
+        if (!node || typeof node !== 'object') continue;
+        const { hostname, ...fields } = node as Record<string, unknown>;
+        if (typeof hostname === 'string' && hostname !== this.hostname) this.#learn(hostname, fields, now);
+      }
+    }
+    this.#reconsider(now);
+  }
+
+  #forget(worker: ClusterWorker, why: string): void {
+    this.worker.log.info(`${why} ${worker.hostname}`);
+    this.state.workers.delete(worker.hostname);
+    this.emit('node-lost', worker);
+  }
+
+  /** A peer heard of other than by its own events: known (and alive) from now, as if it had sent a heartbeat. */
+  #learn(hostname: string, fields: Record<string, unknown>, now: number): void {
+    const known = this.state.workers.get(hostname);
+    if (known) {
+      for (const [key, value] of Object.entries(fields)) if (value !== undefined) known.fields[key] = value;
+      return;
+    }
+    const event: ReceivedEvent = { utcoffset: 0, pid: 0, ...fields, type: 'worker-heartbeat', hostname, timestamp: now, local_received: now, clock: 0 };
+    this.state.event(event);
+  }
+
+  /** Watches or stops watching, as the kq workers known alive below this one's name say. */
+  #reconsider(now: number = nowSeconds()): void {
+    if (this.#stopped) return;
+    if (this.#watchers === Infinity) {
+      if (!this.#watching) {
+        this.#watching = true;
+        this.#watchingSince = now;
+      }
+      return;
+    }
+    if (this.#deciding) return;
+    let below = 0;
+    for (const worker of this.state.workers.values()) {
+      if (worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident && compareCodePoints(worker.hostname, this.hostname) < 0 && this.#isAlive(worker, now)) below++;
+    }
+    const watch = below < this.#watchers;
+    if (watch !== this.#watching) {
+      this.#watching = watch;
+      if (watch) this.#watchingSince = now;
+      else this.#watchersSeen.clear();
+      this.worker.log.debug(watch ? 'gossip: following every heartbeat' : 'gossip: leaving heartbeats to the watchers');
+      this.#notices?.send('worker-watching', watch ? { freq: this.#heartbeatInterval, ...SOFTWARE_INFO } : { watching: false });
+    }
+    this.#syncFollowing();
+  }
+
+  /** Binds heartbeats while watching or deciding, unbinds them otherwise (one change at a time, in order). */
+  #syncFollowing(): void {
+    const follow = (this.#watching || this.#deciding) && !this.#stopped;
+    if (follow === (this.#heartbeatReceiver !== undefined)) return;
+    this.#watchChange = this.#watchChange.then(() => this.#followHeartbeats(follow)).catch((error: unknown) => {
+      this.worker.log.warning(`gossip: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  async #followHeartbeats(follow: boolean): Promise<void> {
+    if (follow && !this.#heartbeatReceiver && !this.#stopped) {
+      const receiver = this.#newReceiver([{ routingKey: 'worker.heartbeat' }]);
+      this.#heartbeatReceiver = receiver;
+      await receiver.start();
+    } else if (!follow && this.#heartbeatReceiver) {
+      const receiver = this.#heartbeatReceiver;
+      this.#heartbeatReceiver = undefined;
+      await receiver.close();
     }
   }
 
@@ -219,7 +484,11 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       return;
     }
     const event = prepareEvent(raw, this.clock, { localize: false });
+    if (this.#reportedLost.delete(event.hostname) && this.#watching && event.type === 'worker-heartbeat') {
+      this.#found.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] }); // announced at the next check
+    }
     this.state.event(event);
+    this.#reconsider();
   }
 
   #runElected(id: string, topic: string, action: unknown): void {
@@ -260,13 +529,14 @@ export class GossipStep implements WorkerStep {
     if (!this.#context.owns(worker) || this.#context.options.gossip === false) return;
     const transport = await worker.app.connection.transport();
     if (!transport.capabilities.fanout) return;
-    const { heartbeatInterval, gossipInterval } = this.#context.options;
+    const { heartbeatInterval, gossipInterval, gossipWatchers } = this.#context.options;
     const gossip = new Gossip(worker, this.#context.dispatcher, {
       ...(gossipInterval === undefined ? {} : { interval: gossipInterval }),
-      ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval }),
+      ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval, heartbeatInterval }),
+      ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
     });
     try {
-      await gossip.start();
+      await gossip.start(this.#context.neighbours.keys());
     } catch (error) {
       // Following the others is not worth refusing to run tasks over: carry on without it, loudly.
       worker.log.error(`gossip: could not start, running without it: ${error instanceof Error ? error.message : String(error)}`);

@@ -34,14 +34,21 @@ export class MingleStep implements WorkerStep {
     const transport = await worker.app.connection.transport();
     const enabled = this.#context.options.mingle ?? MINGLE_TRANSPORTS.has(transport.name);
     if (!enabled || !transport.capabilities.fanout) return;
-    this.synced = await mingle(worker, (this.#context.options.mingleTimeout ?? 1) * 1000);
+    const neighbours = new Map<string, unknown>();
+    this.synced = await mingle(worker, (this.#context.options.mingleTimeout ?? 1) * 1000, neighbours);
+    // Gossip starts from who answered: a worker that follows no heartbeats learns its peers from these and from
+    // their online events.
+    this.#context.neighbours = neighbours;
   }
 
   async stop(): Promise<void> {}
 }
 
-/** Says hello to the other workers and syncs with their replies; resolves to the node names synced with. */
-export async function mingle(worker: Worker, timeoutMs = 1000): Promise<string[]> {
+/**
+ * Says hello to the other workers and syncs with their replies; resolves to the node names synced with. `neighbours`,
+ * when given, receives every other node's reply by node name.
+ */
+export async function mingle(worker: Worker, timeoutMs = 1000, neighbours?: Map<string, unknown>): Promise<string[]> {
   const { log } = worker;
   log.info('mingle: searching for neighbors');
   let replies: MailboxReply[];
@@ -58,6 +65,7 @@ export async function mingle(worker: Worker, timeoutMs = 1000): Promise<string[]
   const byNode = new Map<string, unknown>();
   for (const reply of replies) for (const [node, value] of Object.entries(reply)) byNode.set(node, value);
   byNode.delete(worker.hostname); // our own reply, should a node of ours already listen
+  for (const [node, value] of byNode) neighbours?.set(node, value);
   if (byNode.size === 0) {
     log.info('mingle: all alone');
     return [];

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Consumer, KqError, LamportClock, Queue, TypedEmitter, type Connection, type Delivery, type Mailbox } from '@kq/core';
+import { Binding, Consumer, KqError, LamportClock, Queue, TypedEmitter, type Connection, type Delivery, type Mailbox } from '@kq/core';
 import { adjustTimestamp, isEventLike, nowSeconds, type ReceivedEvent } from './event';
 import { DEFAULT_EVENT_EXCHANGE, eventExchange } from './event-exchange';
+
+/** One binding of the receiver's queue. */
+export interface EventBinding {
+  routingKey: string;
+  /** Default: the event exchange. */
+  exchange?: string;
+}
 
 /** Called with each processed event. */
 export type EventHandler = (event: ReceivedEvent) => void;
@@ -9,8 +16,13 @@ export type EventHandler = (event: ReceivedEvent) => void;
 export interface EventReceiverOptions {
   /** Handlers by event type (`task-succeeded`); `*` gets the types without a handler of their own. */
   handlers?: Readonly<Record<string, EventHandler>>;
-  /** Binding key: `#` for every event (monitors), `worker.#` for worker events only (gossip). */
+  /** Binding key: `#` for every event (monitors), `worker.#` for worker events only. */
   routingKey?: string;
+  /**
+   * Several bindings instead of `routingKey`: each a binding key on the event exchange or, with `exchange`, on another
+   * exchange declared the way the event exchange is (Gossip binds a few `worker.*` keys and kq's own notice exchange).
+   */
+  bindings?: readonly EventBinding[];
   /** The queue is `<queuePrefix>.<nodeId>`; a uuid by default. */
   nodeId?: string;
   /** Celery's `event_queue_prefix` (default `celeryev`). */
@@ -85,10 +97,12 @@ export class EventReceiver extends TypedEmitter<EventReceiverEvents> {
   async start(): Promise<void> {
     if (this.#consumer) return;
     const transport = await this.connection.transport();
-    const exchange = eventExchange(transport.capabilities, this.#options.exchange ?? DEFAULT_EVENT_EXCHANGE);
+    const exchangeName = this.#options.exchange ?? DEFAULT_EVENT_EXCHANGE;
+    const bindings = (this.#options.bindings ?? [{ routingKey: this.routingKey }]).map(
+      (binding) => new Binding(eventExchange(transport.capabilities, binding.exchange ?? exchangeName), binding.routingKey),
+    );
     const queue = new Queue(this.queueName, {
-      exchange,
-      routingKey: this.routingKey,
+      bindings,
       durable: false,
       autoDelete: true,
       messageTtl: (this.#options.queueTtl ?? 5) * 1000,

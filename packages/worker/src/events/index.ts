@@ -2,7 +2,7 @@
 export { createEvent, eventGroup, eventRoutingKey, utcOffsetHours, adjustTimestamp, nowSeconds, type CeleryEvent, type EventStamp, type ReceivedEvent } from './event';
 export { DEFAULT_EVENT_EXCHANGE, eventExchange } from './event-exchange';
 export { EventDispatcher, type EventDispatcherOptions, type SendOptions } from './event-dispatcher';
-export { EventReceiver, prepareEvent, type EventHandler, type EventReceiverEvents, type EventReceiverOptions } from './event-receiver';
+export { EventReceiver, prepareEvent, type EventBinding, type EventHandler, type EventReceiverEvents, type EventReceiverOptions } from './event-receiver';
 export {
   ClusterState,
   ClusterTask,
