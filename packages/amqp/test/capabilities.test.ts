@@ -1,4 +1,5 @@
-import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite } from '@kq/test-harness';
+import { Exchange, Queue } from '@kq/core';
+import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
 import type { AmqpTransport } from '../src/index';
 import { newTransport } from './helpers';
 
@@ -27,6 +28,26 @@ defineCycleRegisterSuite({
   cleanup: async (transport, key) => {
     const channel = await transport.createChannel();
     await channel.deleteQueue(`${key}.periodic.register`).catch(() => undefined);
+    await channel.close();
+  },
+});
+defineDeadLetterSuite({
+  name: 'amqp',
+  create: () => newTransport(),
+  skip,
+  // RabbitMQ dead-letters through the queue's arguments, to a queue of the user's: the box reads that queue.
+  deadLetterQueue: async (channel, queue) => {
+    const dlx = new Exchange(`${queue}.dlx`, { type: 'direct' });
+    await channel.declareQueue(new Queue(`${queue}.dlq`, { exchange: dlx, routingKey: `${queue}.dlq`, durable: false }));
+    await channel.declareQueue(
+      new Queue(queue, { exchange: new Exchange(queue, { type: 'direct' }), routingKey: queue, durable: false, deadLetterExchange: dlx.name, deadLetterRoutingKey: `${queue}.dlq` }),
+    );
+    return `${queue}.dlq`;
+  },
+  cleanup: async (transport, queue) => {
+    const channel = await transport.createChannel();
+    await channel.deleteQueue(`${queue}.dlq`).catch(() => undefined);
+    await channel.deleteExchange(`${queue}.dlx`).catch(() => undefined);
     await channel.close();
   },
 });

@@ -55,6 +55,7 @@ export { MemoryBroker } from './memory/memory-broker';
 export { MemoryStore } from './memory/memory-store';
 export { MemoryBeatLease } from './memory/memory-beat-lease';
 export { MemoryCycleRegister } from './memory/memory-cycle-register';
+export { MemoryDeadLetters, MEMORY_DEAD_LETTER_MAX } from './memory/memory-dead-letters';
 export type {
   BeatLease,
   BeatLeaseListener,

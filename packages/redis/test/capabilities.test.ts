@@ -1,4 +1,4 @@
-import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite } from '@kq/test-harness';
+import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
 import { afterAll } from 'vitest';
 import type { RedisBeatLease, RedisTransport } from '../src/index';
 import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
@@ -27,3 +27,4 @@ defineBeatLeaseSuite({
   },
 });
 defineCycleRegisterSuite({ name: 'redis', create, skip });
+defineDeadLetterSuite({ name: 'redis', create, skip, keepsReason: true });

@@ -4,6 +4,7 @@ import type { Queue } from '../queue';
 import type { BindingRecord } from '../routing';
 import { VIRTUAL_MAX_PRIORITY } from '../virtual/priority-steps';
 import type { StoredMessage } from '../virtual/virtual-store';
+import { MemoryDeadLetters } from './memory-dead-letters';
 import { MessageDeque } from './message-deque';
 
 export interface MemoryClaim {
@@ -34,6 +35,8 @@ export class MemoryBroker {
   readonly name: string;
   readonly exchanges = new Map<string, Exchange>();
   readonly bindings = new Map<string, BindingRecord[]>();
+  /** Messages rejected from a queue without a dead-letter exchange (see `MemoryDeadLetters`). */
+  readonly deadLetters = new MemoryDeadLetters((queue, message, priority) => this.put(queue, message, priority, 'tail'));
   readonly #queues = new Map<string, MemoryQueue>();
   readonly #waiters: Waiter[] = [];
   /** Delayed messages: held by the broker, not by the transport that published them. */

@@ -4,6 +4,7 @@ import { VirtualTransport, type VirtualTransportOptions } from '../virtual/virtu
 import { MemoryBeatLease } from './memory-beat-lease';
 import { MemoryBroker } from './memory-broker';
 import { MemoryCycleRegister } from './memory-cycle-register';
+import type { MemoryDeadLetters } from './memory-dead-letters';
 import { MemoryStore } from './memory-store';
 
 export interface MemoryTransportOptions extends VirtualTransportOptions {
@@ -39,6 +40,11 @@ export class MemoryTransport extends VirtualTransport {
   /** Periodic-task registers kept in this in-process broker (see `MemoryCycleRegister`). */
   cycleRegister(): MemoryCycleRegister {
     return new MemoryCycleRegister(this);
+  }
+
+  /** Messages rejected from a queue without a dead-letter exchange, kept in this in-process broker (see `MemoryDeadLetters`). */
+  deadLetters(): MemoryDeadLetters {
+    return this.broker.deadLetters;
   }
 
   describe(): TransportDescription {
