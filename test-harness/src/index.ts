@@ -38,3 +38,4 @@ export { type CapabilitySuiteOptions } from './capabilities/capability-suite-opt
 export { defineBeatLeaseSuite, type BeatLeaseSuiteOptions } from './capabilities/beat-lease-suite';
 export { defineCycleRegisterSuite, type CycleRegisterSuiteOptions } from './capabilities/cycle-register-suite';
 export { defineDeadLetterSuite, type DeadLetterSuiteOptions } from './capabilities/dead-letter-suite';
+export { defineChordJoinSuite, type ChordJoinSuiteOptions } from './capabilities/chord-join-suite';

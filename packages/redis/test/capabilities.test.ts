@@ -1,7 +1,7 @@
-import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
+import { brokerReachable, defineBeatLeaseSuite, defineChordJoinSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
 import { afterAll } from 'vitest';
-import type { RedisBeatLease, RedisTransport } from '../src/index';
-import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
+import { RedisResultBackend, type RedisBeatLease, type RedisTransport } from '../src/index';
+import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix } from './helpers/redis-test-env';
 
 // The Redis transport's capabilities against the shared suites, under a key prefix of this file's own.
 const up = await brokerReachable('redis');
@@ -28,3 +28,4 @@ defineBeatLeaseSuite({
 });
 defineCycleRegisterSuite({ name: 'redis', create, skip });
 defineDeadLetterSuite({ name: 'redis', create, skip, keepsReason: true });
+defineChordJoinSuite({ name: 'redis', create: () => new RedisResultBackend(redisUrl(), { keyPrefix: prefix }), skip });
