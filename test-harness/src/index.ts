@@ -39,3 +39,4 @@ export { defineBeatLeaseSuite, type BeatLeaseSuiteOptions } from './capabilities
 export { defineCycleRegisterSuite, type CycleRegisterSuiteOptions } from './capabilities/cycle-register-suite';
 export { defineDeadLetterSuite, type DeadLetterSuiteOptions } from './capabilities/dead-letter-suite';
 export { defineChordJoinSuite, type ChordJoinSuiteOptions } from './capabilities/chord-join-suite';
+export { defineDelayedCountSuite, type DelayedCountSuiteOptions } from './capabilities/delayed-count-suite';

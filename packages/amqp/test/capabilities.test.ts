@@ -1,11 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { Exchange, Queue } from '@kq/core';
-import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
+import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite, defineDeadLetterSuite, defineDelayedCountSuite } from '@kq/test-harness';
 import type { AmqpTransport } from '../src/index';
-import { newTransport } from './helpers';
+import { namer, newTransport } from './helpers';
 
 // The RabbitMQ transport's capabilities against the shared suites.
 const up = await brokerReachable('amqp');
 const skip = !up && 'RabbitMQ is not reachable';
+const ladderName = namer('capabilities');
 
 defineBeatLeaseSuite({
   name: 'amqp',
@@ -50,4 +52,12 @@ defineDeadLetterSuite({
     await channel.deleteExchange(`${queue}.dlx`).catch(() => undefined);
     await channel.close();
   },
+});
+defineDelayedCountSuite({
+  name: 'amqp',
+  // A ladder of each transport's own (Kombu's prefix): the default one is every client's in the vhost, so its count is theirs too.
+  create: () => newTransport({ delayLadderPrefix: ladderName(randomUUID().slice(0, 8)) }),
+  skip,
+  byQueue: false,
+  cleanup: (transport) => (transport as AmqpTransport).deleteDelayLadder(),
 });

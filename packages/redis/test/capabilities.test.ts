@@ -1,4 +1,5 @@
-import { brokerReachable, defineBeatLeaseSuite, defineChordJoinSuite, defineCycleRegisterSuite, defineDeadLetterSuite } from '@kq/test-harness';
+import { randomUUID } from 'node:crypto';
+import { brokerReachable, defineBeatLeaseSuite, defineChordJoinSuite, defineCycleRegisterSuite, defineDeadLetterSuite, defineDelayedCountSuite } from '@kq/test-harness';
 import { afterAll } from 'vitest';
 import { RedisResultBackend, type RedisBeatLease, type RedisTransport } from '../src/index';
 import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix } from './helpers/redis-test-env';
@@ -29,3 +30,5 @@ defineBeatLeaseSuite({
 defineCycleRegisterSuite({ name: 'redis', create, skip });
 defineDeadLetterSuite({ name: 'redis', create, skip, keepsReason: true });
 defineChordJoinSuite({ name: 'redis', create: () => new RedisResultBackend(redisUrl(), { keyPrefix: prefix }), skip });
+// Each transport a delayed set of its own, under this file's prefix.
+defineDelayedCountSuite({ name: 'redis', create: () => makeTransport(`${prefix}${randomUUID().slice(0, 8)}:`), skip, byQueue: true });
