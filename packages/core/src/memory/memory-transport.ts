@@ -3,6 +3,7 @@ import type { TransportDescription } from '../transport';
 import { VirtualTransport, type VirtualTransportOptions } from '../virtual/virtual-transport';
 import { MemoryBeatLease } from './memory-beat-lease';
 import { MemoryBroker } from './memory-broker';
+import { MemoryChannel } from './memory-channel';
 import { MemoryCycleRegister } from './memory-cycle-register';
 import type { MemoryDeadLetters } from './memory-dead-letters';
 import { MemoryStore } from './memory-store';
@@ -30,6 +31,10 @@ export class MemoryTransport extends VirtualTransport {
   static fromUrl(url: string, options: MemoryTransportOptions = {}): MemoryTransport {
     const name = new URL(url).hostname || 'default';
     return new MemoryTransport({ ...options, broker: options.broker ?? name });
+  }
+
+  protected override newChannel(): MemoryChannel {
+    return new MemoryChannel(this);
   }
 
   /** Beats of this process sharing this in-process broker elect one leader among themselves (see `MemoryBeatLease`). */
