@@ -1,16 +1,16 @@
 import { ChannelClosed } from '../errors';
 import type { DelayedCount } from '../transport';
 import { VirtualChannel } from '../virtual/virtual-channel';
+import type { VirtualTransport } from '../virtual/virtual-transport';
 import type { MemoryBroker } from './memory-broker';
-import type { MemoryTransport } from './memory-transport';
 
 /** A channel of the memory transport: a `VirtualChannel` that can also count the delayed messages its broker holds. */
 export class MemoryChannel extends VirtualChannel {
   readonly #broker: MemoryBroker;
 
-  constructor(transport: MemoryTransport) {
+  constructor(transport: VirtualTransport, broker: MemoryBroker) {
     super(transport);
-    this.#broker = transport.broker;
+    this.#broker = broker;
   }
 
   /** ETA/countdown messages the in-process broker holds until due, by the queue each is for. */

@@ -34,7 +34,7 @@ export class MemoryTransport extends VirtualTransport {
   }
 
   protected override newChannel(): MemoryChannel {
-    return new MemoryChannel(this);
+    return new MemoryChannel(this, this.broker);
   }
 
   /** Beats of this process sharing this in-process broker elect one leader among themselves (see `MemoryBeatLease`). */
