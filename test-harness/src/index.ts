@@ -37,3 +37,6 @@ export { freePort } from './free-port';
 export { type CapabilitySuiteOptions } from './capabilities/capability-suite-options';
 export { defineBeatLeaseSuite, type BeatLeaseSuiteOptions } from './capabilities/beat-lease-suite';
 export { defineCycleRegisterSuite, type CycleRegisterSuiteOptions } from './capabilities/cycle-register-suite';
+export { defineDeadLetterSuite, type DeadLetterSuiteOptions } from './capabilities/dead-letter-suite';
+export { defineChordJoinSuite, type ChordJoinSuiteOptions } from './capabilities/chord-join-suite';
+export { defineDelayedCountSuite, type DelayedCountSuiteOptions } from './capabilities/delayed-count-suite';

@@ -53,8 +53,10 @@ export { DEFAULT_PRIORITY_STEPS, VIRTUAL_MAX_PRIORITY, priorityStep } from './vi
 export { MemoryTransport, type MemoryTransportOptions } from './memory/memory-transport';
 export { MemoryBroker } from './memory/memory-broker';
 export { MemoryStore } from './memory/memory-store';
+export { MemoryChannel } from './memory/memory-channel';
 export { MemoryBeatLease } from './memory/memory-beat-lease';
 export { MemoryCycleRegister } from './memory/memory-cycle-register';
+export { MemoryDeadLetters, MEMORY_DEAD_LETTER_MAX } from './memory/memory-dead-letters';
 export type {
   BeatLease,
   BeatLeaseListener,

@@ -129,8 +129,9 @@ export interface Channel extends TypedEmitter<ChannelEvents> {
   checkQueueSteps?(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>>;
   /**
    * Delayed (ETA/countdown) messages the broker itself holds, not yet in their queue: Redis's delayed set, RabbitMQ's
-   * delay ladder. `byQueue` only where the broker can say which queue each is for. Optional: a broker that holds
-   * none (memory; or whose delays live in the consumers) has nothing to count.
+   * delay ladder, the memory broker's timers. `byQueue` only where the broker can say which queue each is for.
+   * Optional: a broker that holds none (whose delays live in the consumers) has nothing to count. Checked by
+   * `defineDelayedCountSuite` of @kq/test-harness.
    */
   countDelayed?(): Promise<DelayedCount>;
   bindQueue(queue: string, exchange: string, routingKey: string, args?: Record<string, unknown>): Promise<void>;
@@ -181,7 +182,7 @@ export interface Transport extends TypedEmitter<TransportEvents> {
   beatLease?(options: BeatLeaseOptions): BeatLease;
   /** The register of kq periodic-task cycles on this broker (`CycleRegister`; `defineCycleRegisterSuite`). */
   cycleRegister?(): CycleRegister;
-  /** Rejected messages the broker keeps, for `kq dlq` and the dashboard (`DeadLetterBox`). */
+  /** Rejected messages the broker keeps, for `kq dlq` and the dashboard (`DeadLetterBox`; `defineDeadLetterSuite`). */
   deadLetters?(): DeadLetterBox;
   /** Where it connects, with the password removed (for logs and `inspect stats`). */
   describe(): TransportDescription;

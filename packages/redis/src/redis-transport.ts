@@ -122,7 +122,6 @@ export class RedisTransport extends VirtualTransport {
     return new RedisTransport(url, options);
   }
 
-  /** Where it connects (no password), the database as `virtualHost`. */
   /** Rejected task messages kept in `_kq.dead` (RabbitMQ would dead-letter them; Kombu's Redis drops them). */
   deadLetters(): DeadLetterBox {
     return this.redisStore.deadLetters;
@@ -138,6 +137,7 @@ export class RedisTransport extends VirtualTransport {
     return new RedisCycleRegister(this);
   }
 
+  /** Where it connects (no password), the database as `virtualHost`. */
   describe(): TransportDescription {
     return { ...this.#endpoint.description };
   }

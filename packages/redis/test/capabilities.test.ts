@@ -1,7 +1,8 @@
-import { brokerReachable, defineBeatLeaseSuite, defineCycleRegisterSuite } from '@kq/test-harness';
+import { randomUUID } from 'node:crypto';
+import { brokerReachable, defineBeatLeaseSuite, defineChordJoinSuite, defineCycleRegisterSuite, defineDeadLetterSuite, defineDelayedCountSuite } from '@kq/test-harness';
 import { afterAll } from 'vitest';
-import type { RedisBeatLease, RedisTransport } from '../src/index';
-import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
+import { RedisResultBackend, type RedisBeatLease, type RedisTransport } from '../src/index';
+import { cleanup, makeTransport, rawClient, redisUrl, uniquePrefix } from './helpers/redis-test-env';
 
 // The Redis transport's capabilities against the shared suites, under a key prefix of this file's own.
 const up = await brokerReachable('redis');
@@ -27,3 +28,7 @@ defineBeatLeaseSuite({
   },
 });
 defineCycleRegisterSuite({ name: 'redis', create, skip });
+defineDeadLetterSuite({ name: 'redis', create, skip, keepsReason: true });
+defineChordJoinSuite({ name: 'redis', create: () => new RedisResultBackend(redisUrl(), { keyPrefix: prefix }), skip });
+// Each transport a delayed set of its own, under this file's prefix.
+defineDelayedCountSuite({ name: 'redis', create: () => makeTransport(`${prefix}${randomUUID().slice(0, 8)}:`), skip, byQueue: true });

@@ -1,10 +1,9 @@
 /**
- * Property tests for the canvas's two algorithms: the chain's embed encoding (Celery's reversed `chain` field, popped
- * step by step by whichever worker runs each step) and the chord join counter (exactly one finisher, in group order).
+ * Property tests for the chain's embed encoding (Celery's reversed `chain` field, popped step by step by whichever
+ * worker runs each step). The chord join's counter is checked by @kq/test-harness's defineChordJoinSuite.
  */
-import { MemoryChordJoin, type ResultBackend, type TaskState } from '@kq/core';
+import { MemoryChordJoin, type ResultBackend } from '@kq/core';
 import fc from 'fast-check';
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ApplyOptions, TaskEmbed } from '../src/apply-options';
 import { Chain, Signature, chain, chord, group, type CanvasApp } from '../src/canvas/index';
@@ -106,43 +105,6 @@ describe('chain embed encoding', () => {
         const back = Signature.fromJSON(json, app);
         expect(back.subtaskType).toBe(json.subtask_type);
         expect(JSON.parse(JSON.stringify(back))).toEqual(json);
-      }),
-      { numRuns: 200 },
-    );
-  });
-});
-
-interface Part {
-  taskId: string;
-  state: TaskState;
-  index: number;
-}
-
-const partsArb = fc
-  .integer({ min: 1, max: 12 })
-  .chain((size) => fc.tuple(fc.constant(size), fc.shuffledSubarray([...Array(size).keys()], { minLength: size, maxLength: size }), fc.integer({ min: 0, max: 2 })));
-
-async function checkJoin(join: { setChordSize(g: string, s: number, e: number): Promise<void>; addToChord(g: string): Promise<void>; addPart: MemoryChordJoin['addPart'] }, size: number, order: number[], extra: number, concurrent: boolean): Promise<void> {
-  const groupId = randomUUID();
-  await join.setChordSize(groupId, size, 60_000);
-  for (let i = 0; i < extra; i += 1) await join.addToChord(groupId);
-  const parts: Part[] = [...order, ...Array.from({ length: extra }, (_, i) => size + i)].map((index) => ({ taskId: `t${index}`, state: index % 5 === 4 ? 'FAILURE' : 'SUCCESS', index }));
-  const add = (part: Part) => join.addPart(groupId, { taskId: part.taskId, state: part.state, result: part.index }, part.index, 60_000);
-  const outcomes = concurrent ? await Promise.all(parts.map(add)) : await parts.reduce<Promise<Array<Awaited<ReturnType<typeof add>>>>>(async (done, part) => [...(await done), await add(part)], Promise.resolve([]));
-  const finishers = outcomes.filter((outcome) => outcome !== null);
-  // Exactly one part completes the chord, and only the last one to arrive when they come one by one.
-  expect(finishers).toHaveLength(1);
-  if (!concurrent) expect(outcomes[outcomes.length - 1]).not.toBeNull();
-  const all = finishers[0] ?? [];
-  expect(all.map((part) => part.taskId)).toEqual(parts.map((part) => part.taskId).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))));
-  expect(all.map((part) => part.result)).toEqual([...parts].sort((a, b) => a.index - b.index).map((part) => part.index));
-}
-
-describe('chord join counter', () => {
-  it('memory: exactly one part completes the join, with every part in group order', async () => {
-    await fc.assert(
-      fc.asyncProperty(partsArb, fc.boolean(), async ([size, order, extra], concurrent) => {
-        await checkJoin(new MemoryChordJoin(), size, order, extra, concurrent);
       }),
       { numRuns: 200 },
     );

@@ -2,8 +2,10 @@ import { brandClass } from '../class-brand';
 import type { Exchange } from '../exchange';
 import type { Queue } from '../queue';
 import type { BindingRecord } from '../routing';
+import type { DelayedCount } from '../transport';
 import { VIRTUAL_MAX_PRIORITY } from '../virtual/priority-steps';
 import type { StoredMessage } from '../virtual/virtual-store';
+import { MemoryDeadLetters } from './memory-dead-letters';
 import { MessageDeque } from './message-deque';
 
 export interface MemoryClaim {
@@ -34,10 +36,12 @@ export class MemoryBroker {
   readonly name: string;
   readonly exchanges = new Map<string, Exchange>();
   readonly bindings = new Map<string, BindingRecord[]>();
+  /** Messages rejected from a queue without a dead-letter exchange (see `MemoryDeadLetters`). */
+  readonly deadLetters = new MemoryDeadLetters((queue, message, priority) => this.put(queue, message, priority, 'tail'));
   readonly #queues = new Map<string, MemoryQueue>();
   readonly #waiters: Waiter[] = [];
-  /** Delayed messages: held by the broker, not by the transport that published them. */
-  readonly #delayed = new Set<NodeJS.Timeout>();
+  /** Delayed messages, by their timer, with the queue each is for: held by the broker, not by the transport that published them. */
+  readonly #delayed = new Map<NodeJS.Timeout, string>();
 
   constructor(name: string) {
     this.name = name;
@@ -127,7 +131,14 @@ export class MemoryBroker {
       this.put(queueName, message, priority, 'tail');
     }, Math.max(0, dueAt - Date.now()));
     timer.unref();
-    this.#delayed.add(timer);
+    this.#delayed.set(timer, queueName);
+  }
+
+  /** The delayed messages not yet due, in all and by the queue they are for. */
+  countDelayed(): DelayedCount {
+    const byQueue: Record<string, number> = {};
+    for (const queue of this.#delayed.values()) byQueue[queue] = (byQueue[queue] ?? 0) + 1;
+    return { total: this.#delayed.size, byQueue };
   }
 
   /** Takes up to `max` messages: lowest bucket first, then queue order, rotating a served queue to the back. */
@@ -156,7 +167,7 @@ export class MemoryBroker {
   }
 
   #cancelDelayed(): void {
-    for (const timer of this.#delayed) clearTimeout(timer);
+    for (const timer of this.#delayed.keys()) clearTimeout(timer);
     this.#delayed.clear();
   }
 

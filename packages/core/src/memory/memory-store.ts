@@ -122,6 +122,11 @@ export class MemoryStore implements VirtualStore {
     });
   }
 
+  async keepRejected(claim: Claim, reason: string): Promise<void> {
+    const { queue, message, priority } = claim as MemoryClaim;
+    this.broker.deadLetters.keep(queue, message, priority, reason);
+  }
+
   async ack(): Promise<void> {
     // The claimed message was already taken out of its list; forgetting it is all an ack needs here.
   }

@@ -3,7 +3,9 @@ import type { TransportDescription } from '../transport';
 import { VirtualTransport, type VirtualTransportOptions } from '../virtual/virtual-transport';
 import { MemoryBeatLease } from './memory-beat-lease';
 import { MemoryBroker } from './memory-broker';
+import { MemoryChannel } from './memory-channel';
 import { MemoryCycleRegister } from './memory-cycle-register';
+import type { MemoryDeadLetters } from './memory-dead-letters';
 import { MemoryStore } from './memory-store';
 
 export interface MemoryTransportOptions extends VirtualTransportOptions {
@@ -31,6 +33,10 @@ export class MemoryTransport extends VirtualTransport {
     return new MemoryTransport({ ...options, broker: options.broker ?? name });
   }
 
+  protected override newChannel(): MemoryChannel {
+    return new MemoryChannel(this, this.broker);
+  }
+
   /** Beats of this process sharing this in-process broker elect one leader among themselves (see `MemoryBeatLease`). */
   beatLease(options: BeatLeaseOptions): MemoryBeatLease {
     return new MemoryBeatLease(this, options);
@@ -39,6 +45,11 @@ export class MemoryTransport extends VirtualTransport {
   /** Periodic-task registers kept in this in-process broker (see `MemoryCycleRegister`). */
   cycleRegister(): MemoryCycleRegister {
     return new MemoryCycleRegister(this);
+  }
+
+  /** Messages rejected from a queue without a dead-letter exchange, kept in this in-process broker (see `MemoryDeadLetters`). */
+  deadLetters(): MemoryDeadLetters {
+    return this.broker.deadLetters;
   }
 
   describe(): TransportDescription {

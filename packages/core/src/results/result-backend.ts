@@ -37,7 +37,8 @@ export interface ResultBackend {
   readonly groups?: GroupStore;
   /**
    * A native chord join (Redis, memory). Without one, chords are joined by Celery's `celery.chord_unlock` task, which
-   * polls the header's results — unless `chordsRefused` says the backend cannot hold them at all.
+   * polls the header's results — unless `chordsRefused` says the backend cannot hold them at all. Checked by
+   * `defineChordJoinSuite` of @kq/test-harness.
    */
   readonly chordJoin?: ChordJoin;
   /** Why this backend cannot run chords (rpc://: results go to one client, so no worker can join them). */

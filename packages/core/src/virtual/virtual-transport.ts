@@ -88,9 +88,14 @@ export abstract class VirtualTransport extends TypedEmitter<TransportEvents> imp
 
   async createChannel(): Promise<Channel> {
     await this.connect();
-    const channel = new VirtualChannel(this);
+    const channel = this.newChannel();
     this.#channels.add(channel);
     return channel;
+  }
+
+  /** The channel `createChannel` opens: a subclass returns its own to add what its broker offers (`countDelayed`). */
+  protected newChannel(): VirtualChannel {
+    return new VirtualChannel(this);
   }
 
   abstract describe(): TransportDescription;

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { registerBeatCommand } from './beat-command';
-import { registerDashboardCommand } from './dashboard-command';
 import { registerDlqCommand } from './dlq-command';
 import { registerEventsCommand } from './events-command';
+import { externalCommandsHelp } from './external-command';
 import { GLOBAL_OPTION_HELP } from './global-options';
 import { registerRemoteCommands } from './remote-command';
 import { registerReportCommand } from './report-command';
@@ -27,6 +27,8 @@ export function buildProgram(): Command {
     .showSuggestionAfterError()
     .showHelpAfterError('(add --help for usage)')
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    // Computed when help is shown: the kq-<name> programs installed then.
+    .addHelpText('after', () => externalCommandsHelp())
     .addHelpText('after', BROKER_NOTE)
     .exitOverride();
   registerWorkerCommand(program);
@@ -37,7 +39,6 @@ export function buildProgram(): Command {
   registerDlqCommand(program);
   registerReportCommand(program);
   registerShellCommand(program);
-  registerDashboardCommand(program);
   // Every subcommand reports usage errors through the program's handler, not by exiting on its own.
   for (const command of allCommands(program)) command.exitOverride().showSuggestionAfterError().showHelpAfterError('(add --help for usage)');
   return program;

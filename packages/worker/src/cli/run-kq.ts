@@ -1,5 +1,5 @@
-import { CommanderError } from 'commander';
-import { dashboardCommandIndex, runDashboardCommand } from './dashboard-command';
+import { CommanderError, type Command } from 'commander';
+import { commandWordIndex, findExternalCommand, missingCommandHint, runExternalCommand } from './external-command';
 import { buildProgram } from './program';
 
 /**
@@ -14,15 +14,8 @@ export async function runKq(argv: readonly string[]): Promise<number> {
     program.outputHelp();
     return 2;
   }
-  const dashboard = dashboardCommandIndex(argv);
-  if (dashboard >= 0) {
-    try {
-      return await runDashboardCommand([...argv.slice(0, dashboard), ...argv.slice(dashboard + 1)]);
-    } catch (error) {
-      console.error(`kq: ${error instanceof Error ? error.message : String(error)}`);
-      return 1;
-    }
-  }
+  const external = await runIfExternal(program, argv);
+  if (external !== undefined) return external;
   const outer = process.exitCode;
   process.exitCode = undefined;
   try {
@@ -36,5 +29,28 @@ export async function runKq(argv: readonly string[]): Promise<number> {
     return 1;
   } finally {
     process.exitCode = outer;
+  }
+}
+
+/**
+ * `kq <name>` where `<name>` is no built-in command: runs the `kq-<name>` program with the rest of the line (global
+ * options included), or, for an optional kq package that is not installed, says in one line what to install.
+ * Undefined when the line is kq's own (or an unknown word, which commander reports with a suggestion).
+ */
+async function runIfExternal(program: Command, argv: readonly string[]): Promise<number | undefined> {
+  const at = commandWordIndex(argv);
+  const name = argv[at];
+  if (name === undefined || program.commands.some((command) => command.name() === name || command.aliases().includes(name)) || name === 'help') return undefined;
+  const found = findExternalCommand(name);
+  if (!found) {
+    const hint = missingCommandHint(name);
+    if (hint) console.error(`kq: ${hint}`);
+    return hint ? 1 : undefined;
+  }
+  try {
+    return await runExternalCommand(found, [...argv.slice(0, at), ...argv.slice(at + 1)]);
+  } catch (error) {
+    console.error(`kq: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
   }
 }
