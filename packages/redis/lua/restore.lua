@@ -1,0 +1,11 @@
+local prior = replayed(KEYS[6])
+if prior then return prior end
+local tag, token = ARGV[1], ARGV[2]
+if not owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then return remember(KEYS[6], 0) end
+forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tag)
+if ARGV[3] == 'head' then
+  redis.call('RPUSH', KEYS[5], ARGV[4])
+else
+  redis.call('LPUSH', KEYS[5], ARGV[4])
+end
+return remember(KEYS[6], 1)
