@@ -1,8 +1,8 @@
-local unacked, index, leases, holders, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local unacked, index, quarantine = KEYS[1], KEYS[2], KEYS[3]
 local prefix, sep = ARGV[1], ARGV[2]
 local max = tonumber(ARGV[3])
 local noack = ARGV[4] == '1'
-local token_base, lease_ms = ARGV[5], tonumber(ARGV[6])
+local lease_us, vt_us = tonumber(ARGV[5]), tonumber(ARGV[6])
 local i = 7
 local steps = {}
 for s = 1, tonumber(ARGV[i]) do steps[s] = ARGV[i + s] end
@@ -16,19 +16,24 @@ local a = i + 1 + 4 * npre
 local nacks = tonumber(ARGV[a])
 local acked = {}
 if nacks > 0 then
-  acked = replayed(KEYS[6])
-  if not acked then
-    local settles = {}
-    for k = 1, 2 * nacks do settles[k] = ARGV[a + k] end
-    acked = ack_many(unacked, index, leases, holders, settles)
-    remember(KEYS[6], acked)
-  end
+  local settles = {}
+  for k = 1, 2 * nacks do settles[k] = ARGV[a + k] end
+  acked = settle_many(unacked, index, settles)
 end
 
-local now_ms, now_sec = now()
+local now_ms, now_us = now()
+-- one lease for the whole batch: one score, written for every claim and sent back once
+local score = ''
+if not noack then score = lease_score(lease_us, vt_us, now_us) end
 local claims, bad = {}, {}
-local taken, seq = 0, 0
-local rec_index, rec_unacked, rec_leases, rec_holders = {}, {}, {}, {}
+local taken = 0
+local rec_index, rec_unacked = {}, {}
+
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+-- a JSON string as Python writes it (ASCII escapes; UTF-8 bytes are left as they are)
+local function pystr(s)
+  return '"' .. (string.gsub(s, '[%c"\\]', function(c) return ESC[c] or string.format('\\u%04x', string.byte(c)) end)) .. '"'
+end
 
 local close = ARGV[#ARGV]
 local function key_for(q, step)
@@ -97,34 +102,25 @@ local function pystr_cached(v)
   return q
 end
 
-local function take(q, step, key, raw, given_token)
+local function take(q, step, key, raw, handed_out)
   local tag, ex, rk = fields_fast(raw)
   if not tag then
     tag, ex, rk = fields_decoded(raw, q)
     if not tag then return reject(q, key, ex, raw) end
   end
-  local token = ''
+  -- the caller has a message it handed out already: its raw is not sent back
   local echo = raw
+  if handed_out then echo = '' end
   if not noack then
-    if given_token and given_token ~= '' then
-      token = given_token
-      echo = ''
-    else
-      seq = seq + 1
-      token = token_base .. '.' .. seq
-    end
     -- written for the whole batch at the end (variadic ZADD/HSET), in this order, so a tag taken twice ends as the
     -- last take left it
     local w = #rec_unacked
-    rec_index[w + 1], rec_index[w + 2] = now_sec, tag
+    rec_index[w + 1], rec_index[w + 2] = score, tag
     rec_unacked[w + 1], rec_unacked[w + 2] = tag, '[' .. raw .. ', ' .. pystr_cached(ex) .. ', ' .. pystr_cached(rk) .. ']'
-    rec_leases[w + 1], rec_leases[w + 2] = now_ms + lease_ms, tag
-    rec_holders[w + 1], rec_holders[w + 2] = tag, token .. '\n' .. now_sec .. '\n' .. q
   end
   claims[#claims + 1] = q
   claims[#claims + 1] = step
   claims[#claims + 1] = echo
-  claims[#claims + 1] = token
   claims[#claims + 1] = tag
   taken = taken + 1
 end
@@ -141,7 +137,7 @@ end
 
 if npre == 1 then
   local q, step, raw = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  take(q, step, key_for(q, step), raw, ARGV[i + 4])
+  take(q, step, key_for(q, step), raw, ARGV[i + 4] == '1')
   rotate(q)
 end
 
@@ -201,11 +197,7 @@ else
   end
 end
 if #rec_unacked > 0 then
-  pin(index)
-  pin(leases)
   each_chunk('ZADD', index, rec_index)
   each_chunk('HSET', unacked, rec_unacked)
-  each_chunk('ZADD', leases, rec_leases)
-  each_chunk('HSET', holders, rec_holders)
 end
-return { claims, bad, acked }
+return { claims, bad, acked, score }

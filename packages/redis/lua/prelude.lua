@@ -1,30 +1,33 @@
+-- Shared functions, put before most of the transport's scripts (see lua-scripts.ts).
+--
+-- A delivery kq holds has no record of kq's own: it is Kombu's `unacked[tag]` (the envelope, exchange and routing
+-- key) and `unacked_index[tag]`, whose score is the lease. Kombu's restore_visible restores an entry whose score is
+-- below now - visibility_timeout, so kq scores a claim lease_deadline - visibility_timeout: Python workers and kq's
+-- own sweep both bring it back exactly when the lease ran out, and never while the holder keeps renewing. The score
+-- is also the fence: every claim and renewal writes a later one (server time only grows, and a message is claimed
+-- again only after its lease ran out or it was given back), the holder remembers what it wrote, and a settle acts
+-- only while the score is still that one. A Python worker's claim writes its delivery time, which is never a kq
+-- score (that is always visibility_timeout - lease older).
+
+-- server time, in ms; and in whole microseconds
 local function now()
   local t = redis.call('TIME')
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  return ms, t[1] .. '.' .. string.format('%06d', tonumber(t[2])), tonumber(t[1]) + tonumber(t[2]) / 1000000
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return math.floor(us / 1000), us
 end
 
--- holder record: token, score snapshot, queue
-local function parse_holder(h)
-  if not h then return nil end
-  local a = string.find(h, '\n', 1, true)
-  if not a then return nil end
-  local b = string.find(h, '\n', a + 1, true)
-  if not b then return nil end
-  return string.sub(h, 1, a - 1), string.sub(h, a + 1, b - 1), string.sub(h, b + 1)
+-- the unacked_index score of a lease of `lease_us` taken now (server time `us` when known), as "<s>.<us>" (exact
+-- in a double at today's epoch)
+local function lease_score(lease_us, vt_us, us)
+  if not us then us = select(2, now()) end
+  local at = us + lease_us - vt_us
+  local s = math.floor(at / 1000000)
+  return string.format('%d.%06d', s, at - s * 1000000)
 end
 
 -- scores compared as numbers: kq writes "<s>.<us>", Redis answers ZSCORE with %.17g of the same double
 local function same_score(a, b)
   return a and b and tonumber(a) == tonumber(b)
-end
-
--- true when the claim (tag, token) is still ours: our holder record, and unacked/unacked_index untouched since
-local function owned(unacked, index, holders, tag, token)
-  local tok, score = parse_holder(redis.call('HGET', holders, tag))
-  if tok == nil or tok ~= token then return false end
-  if not same_score(redis.call('ZSCORE', index, tag), score) then return false end
-  return redis.call('HEXISTS', unacked, tag) == 1
 end
 
 -- a variadic command over a list of arguments, in chunks (Lua's unpack has a stack limit)
@@ -34,84 +37,59 @@ local function each_chunk(command, key, items)
   end
 end
 
--- Redis keeps a sorted set of up to 128 short members as a listpack, where every insert scans the whole set, so a
--- claim adding a batch of 64 cost time quadratic in the claims held: most of Redis's time whenever few were held.
--- One member longer than 64 bytes keeps unacked_index and leases skiplists. It scores +inf, so the scans by time
--- (Kombu's restore_visible, kq's lease and visibility scans) never reach it, and it goes with the last real member.
-local function pin(key)
-  redis.call('ZADD', key, 'NX', 'inf', '_kq.pin: keeps this sorted set a skiplist, as a listpack would make every insert scan the set')
+-- the scores of `tags` in one call (ZMSCORE, Redis 6.2+; one ZSCORE each on older servers)
+local function scores_of(index, tags)
+  local out = {}
+  for first = 1, #tags, 2000 do
+    local last = math.min(first + 1999, #tags)
+    local got = redis.pcall('ZMSCORE', index, unpack(tags, first, last))
+    if type(got) == 'table' and got.err then
+      got = {}
+      for k = first, last do got[k - first + 1] = redis.call('ZSCORE', index, tags[k]) end
+    end
+    for k = first, last do out[k] = got[k - first + 1] end
+  end
+  return out
 end
 
-local function unpin_if_alone(key)
-  if redis.call('ZCARD', key) == 1 and redis.call('ZSCORE', key, '_kq.pin: keeps this sorted set a skiplist, as a listpack would make every insert scan the set') then redis.call('DEL', key) end
-end
-
--- acks of claims, each pair (tag, token) in order: 1 when the claim was ours and is now forgotten, 0 when stale (our
--- own void records are dropped then). One HMGET and four variadic deletes for the whole batch instead of six calls
--- per claim: a flood of short tasks spends much of Redis's time here.
-local function ack_many(unacked, index, leases, holders, settles)
+-- Settles of claims, each pair (tag, score the holder last wrote) in order: 1 when the claim was ours and is now
+-- forgotten (unacked and unacked_index), 0 when the tag is gone (acked already, e.g. a settle ioredis re-sent after a
+-- reconnect, or taken back by a sweep: either way nothing is left to do), -1 when another claim holds it now (the
+-- score differs: the lease ran out and the message was claimed again). Three calls for the whole batch.
+local function settle_many(unacked, index, settles)
   local n = #settles / 2
   local results = {}
   if n == 0 then return results end
   local tags = {}
   for k = 1, n do tags[k] = settles[2 * k - 1] end
-  local records = redis.call('HMGET', holders, unpack(tags))
-  local gone = {}
-  local drop_holder, drop_index = {}, {}
+  local current = scores_of(index, tags)
+  local seen, drop = {}, {}
   for k = 1, n do
-    local tag, token = tags[k], settles[2 * k]
-    results[k] = 0
-    if not gone[tag] then
-      local tok, score = parse_holder(records[k] or nil)
-      if tok ~= nil and tok == token then
-        gone[tag] = true
-        drop_holder[#drop_holder + 1] = tag
-        if same_score(redis.call('ZSCORE', index, tag), score) then
-          drop_index[#drop_index + 1] = tag
-          results[k] = 1
-        end
-      end
+    local tag = tags[k]
+    if seen[tag] or not current[k] then
+      results[k] = 0
+    elseif same_score(current[k], settles[2 * k]) then
+      seen[tag] = true
+      drop[#drop + 1] = tag
+      results[k] = 1
+    else
+      results[k] = -1
     end
   end
-  if #drop_holder > 0 then
-    each_chunk('HDEL', holders, drop_holder)
-    each_chunk('ZREM', leases, drop_holder)
-    unpin_if_alone(leases)
-  end
-  if #drop_index > 0 then
-    -- index and unacked are written and removed together (by Kombu too): a matching score means the entry is there
-    each_chunk('ZREM', index, drop_index)
-    each_chunk('HDEL', unacked, drop_index)
-    unpin_if_alone(index)
+  if #drop > 0 then
+    -- index and unacked are written and removed together (by Kombu too)
+    each_chunk('ZREM', index, drop)
+    each_chunk('HDEL', unacked, drop)
   end
   return results
 end
 
-local function forget(unacked, index, leases, holders, tag)
-  redis.call('HDEL', unacked, tag)
+-- 1 and the claim forgotten when (tag, score) is still ours; otherwise 0 (gone) or -1 (held by another claim)
+local function settle_one(unacked, index, tag, score)
+  local current = redis.call('ZSCORE', index, tag)
+  if not current then return 0 end
+  if not same_score(current, score) then return -1 end
   redis.call('ZREM', index, tag)
-  redis.call('ZREM', leases, tag)
-  redis.call('HDEL', holders, tag)
-  unpin_if_alone(index)
-  unpin_if_alone(leases)
+  redis.call('HDEL', unacked, tag)
+  return 1
 end
-
--- Replies remembered under a request id, so a script ioredis re-sends after a reconnect (its first run's reply was
--- lost with the connection) answers what the first run did instead of reporting its own effects as stale.
-local function replayed(key)
-  local prior = redis.call('GET', key)
-  if prior then return cjson.decode(prior) end
-  return nil
-end
-
-local function remember(key, value)
-  redis.call('SET', key, cjson.encode(value), 'PX', 120000)
-  return value
-end
-
-local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
--- a JSON string as Python writes it (ASCII escapes; UTF-8 bytes are left as they are)
-local function pystr(s)
-  return '"' .. (string.gsub(s, '[%c"\\]', function(c) return ESC[c] or string.format('\\u%04x', string.byte(c)) end)) .. '"'
-end
-

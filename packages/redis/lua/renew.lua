@@ -1,21 +1,21 @@
-local lease_ms = tonumber(ARGV[1])
-local now_ms, now_sec = now()
-local lost = {}
-for a = 2, #ARGV, 2 do
-  local tag, token = ARGV[a], ARGV[a + 1]
-  if owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then
-    local _, _, queue = parse_holder(redis.call('HGET', KEYS[4], tag))
-    redis.call('ZADD', KEYS[2], 'XX', now_sec, tag)
-    redis.call('ZADD', KEYS[3], now_ms + lease_ms, tag)
-    redis.call('HSET', KEYS[4], tag, token .. '\n' .. now_sec .. '\n' .. queue)
+local index = KEYS[2]
+local lease_us, vt_us = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tags = {}
+for a = 3, #ARGV, 2 do tags[#tags + 1] = ARGV[a] end
+local current = scores_of(index, tags)
+local score = lease_score(lease_us, vt_us)
+local rescore, lost = {}, {}
+for k = 1, #tags do
+  if same_score(current[k], ARGV[2 * k + 2]) then
+    rescore[#rescore + 1] = score
+    rescore[#rescore + 1] = tags[k]
   else
-    local tok = parse_holder(redis.call('HGET', KEYS[4], tag))
-    if tok == token then
-      redis.call('HDEL', KEYS[4], tag)
-      redis.call('ZREM', KEYS[3], tag)
-      unpin_if_alone(KEYS[3])
-    end
-    lost[#lost + 1] = token
+    lost[#lost + 1] = k
   end
 end
-return lost
+if #rescore > 0 then
+  for first = 1, #rescore, 2000 do
+    redis.call('ZADD', index, 'XX', unpack(rescore, first, math.min(first + 1999, #rescore)))
+  end
+end
+return { score, lost }

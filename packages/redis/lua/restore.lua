@@ -1,11 +1,8 @@
-local prior = replayed(KEYS[6])
-if prior then return prior end
-local tag, token = ARGV[1], ARGV[2]
-if not owned(KEYS[1], KEYS[2], KEYS[4], tag, token) then return remember(KEYS[6], 0) end
-forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tag)
+local done = settle_one(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+if done ~= 1 then return done end
 if ARGV[3] == 'head' then
-  redis.call('RPUSH', KEYS[5], ARGV[4])
+  redis.call('RPUSH', KEYS[3], ARGV[4])
 else
-  redis.call('LPUSH', KEYS[5], ARGV[4])
+  redis.call('LPUSH', KEYS[3], ARGV[4])
 end
-return remember(KEYS[6], 1)
+return 1

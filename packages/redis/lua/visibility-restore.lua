@@ -3,10 +3,9 @@ local restored = 0
 local a = 3
 while a <= #ARGV do
   local tag, score, envelope, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
-  if redis.call('ZSCORE', KEYS[2], tag) == score and redis.call('HEXISTS', KEYS[3], tag) == 0 then
+  if redis.call('ZSCORE', KEYS[2], tag) == score then
     redis.call('HDEL', KEYS[1], tag)
     redis.call('ZREM', KEYS[2], tag)
-    unpin_if_alone(KEYS[2])
     for t = 0, n - 1 do
       redis.call(ARGV[a + 4 + 2 * t], prefix .. ARGV[a + 5 + 2 * t], envelope)
     end
@@ -14,5 +13,5 @@ while a <= #ARGV do
   end
   a = a + 4 + 2 * n
 end
-if redis.call('GET', KEYS[4]) == ARGV[2] then redis.call('DEL', KEYS[4]) end
+if ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
 return restored

@@ -1,10 +1,10 @@
 /** Most acks sent in one script call. */
 const MAX_BATCH = 512;
 
-/** What an ack needs to find its claim in Redis. */
+/** What an ack needs to find its claim in Redis: the tag, and the score (the fence) read when the ack is sent. */
 export interface AckTarget {
   readonly tag: string;
-  readonly token: string;
+  readonly score: string;
 }
 
 /** How the batcher's owner is told about its acks. */
@@ -38,10 +38,6 @@ export class PendingAck<T extends AckTarget = AckTarget> {
 
   get tag(): string {
     return this.target.tag;
-  }
-
-  get token(): string {
-    return this.target.token;
   }
 
   /** Resolves the ack when applied; rejects it with the stale error when the claim was no longer ours. */
