@@ -242,7 +242,8 @@ describe.skipIf(!kombu)('interop with Python Kombu 5 (db 11)', () => {
   it("Python's visibility sweep restores what a dead kq worker held once its lease ran out (not the visibility timeout), and nothing a live one holds", async () => {
     // The lease (500 ms) is far shorter than the visibility timeout (5 s): only the unacked_index score tells Python
     // that the dead worker's lease ran out.
-    const options = { leaseMs: 500, leaseRenewIntervalMs: 100, visibilityTimeout: 5 };
+    // Neither kq process sweeps in the time the test takes: only Python's sweep can bring the message back.
+    const options = { leaseMs: 500, leaseRenewIntervalMs: 100, visibilityTimeout: 5, sweepIntervalMs: 60_000 };
     await open(options);
     const queue = name('kq-dead');
     await channel.declareQueue(new Queue(queue));
