@@ -60,7 +60,8 @@ local function fields_fast(raw)
   if not tag_at then return nil end
   local tag = string.match(raw, '^"delivery_tag": "([^"\\]*)"}}$', tag_at)
   if not tag then return nil end
-  local first = n - 2048
+  -- delivery_info comes a few members before the tag (priority and body_encoding between them)
+  local first = tag_at - 1024
   if first < 1 then first = 1 end
   local at, from = nil, first
   while true do
@@ -197,6 +198,7 @@ else
   end
 end
 if #rec_unacked > 0 then
+  pin_for(index, #rec_index / 2)
   each_chunk('ZADD', index, rec_index)
   each_chunk('HSET', unacked, rec_unacked)
 end

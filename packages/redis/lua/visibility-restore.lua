@@ -6,6 +6,7 @@ while a <= #ARGV do
   if redis.call('ZSCORE', KEYS[2], tag) == score then
     redis.call('HDEL', KEYS[1], tag)
     redis.call('ZREM', KEYS[2], tag)
+    unpin_if_alone(KEYS[2])
     for t = 0, n - 1 do
       redis.call(ARGV[a + 4 + 2 * t], prefix .. ARGV[a + 5 + 2 * t], envelope)
     end
