@@ -89,6 +89,7 @@ export class RedisClaimer {
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
   #quarantined = 0;
+  #waiting = 0;
 
   constructor(host: ClaimerHost) {
     this.#host = host;
@@ -97,6 +98,11 @@ export class RedisClaimer {
   /** Messages this process moved to the quarantine list. */
   get quarantined(): number {
     return this.#quarantined;
+  }
+
+  /** Consumers waiting in BRPOP now: the record of what wakes one can carry acks made meanwhile. */
+  get waiting(): number {
+    return this.#waiting;
   }
 
   /** Forgets which queue sets were idle (a new connection). */
@@ -121,7 +127,13 @@ export class RedisClaimer {
     if (!pool) throw new ConnectionLost('The Redis store was closed while a consumer was waiting for messages.');
     const { layout } = this.#host;
     const { keys, origin } = layout.consumeKeys(queues);
-    const popped = await pool.brpop(keys, options.blockMs, options.signal);
+    this.#waiting++;
+    let popped: [string, string] | null;
+    try {
+      popped = await pool.brpop(keys, options.blockMs, options.signal);
+    } finally {
+      this.#waiting--;
+    }
     if (!popped) {
       this.#noteIdle(setKey, true);
       return [];

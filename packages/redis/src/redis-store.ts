@@ -75,6 +75,9 @@ export interface RedisStoreStats {
   visibilityRestored: number;
 }
 
+/** How long acks made while a consumer waits in BRPOP may wait for its next claim call to carry them. */
+const ACK_LINGER_MS = 20;
+
 /**
  * Kombu's Redis layout (or kq's Redis Cluster layout, see KeyLayout) as a `VirtualStore`: lists per queue and priority step,
  * `_kombu.binding.*` sets, the `unacked` hash and index, PUB/SUB fanout — plus kq's leases, fencing, delayed set and
@@ -123,6 +126,10 @@ export class RedisStore implements VirtualStore {
       retryable: (error) => !this.#closed && isConnectionError(error),
       holding: (count, error) =>
         this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
+      // A consumer waiting in BRPOP records what wakes it with a claim call, which carries the acks made meanwhile: a
+      // round trip's ack then costs no write of its own. They wait that long at most (Kombu's layout only: in the
+      // cluster's, acks never ride on claims).
+      lingerMs: () => (!this.layout.cluster && this.#claimer.waiting > 0 ? ACK_LINGER_MS : 0),
     });
     this.bindings = new RedisBindings(() => this.commands, settings.layout);
     if (settings.layout.cluster) this.#clusterQueues = new ClusterQueues(() => this.commands, settings.layout);
