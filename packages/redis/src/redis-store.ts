@@ -36,7 +36,6 @@ import { Sweeper } from './sweeper';
 export interface RedisStoreSettings {
   factory: ConnectionFactory;
   layout: KeyLayout;
-  storeId: string;
   leaseMs: number;
   leaseRenewIntervalMs: number;
   promoteDelayed: boolean;
@@ -69,9 +68,13 @@ export interface RedisStoreStats {
   blockingConnections: number;
   /** Fanout patterns this process is subscribed to. */
   fanoutSubscriptions: number;
-  /** Deliveries this process's sweeps restored because a kq lease ran out. */
+  /**
+   * Deliveries this process's frequent sweeps (every `sweepIntervalMs`, and `sweepLeases()`) restored: those whose
+   * `unacked_index` score is older than now - visibility timeout, i.e. a kq lease that ran out or a Python delivery
+   * past the visibility timeout (one rule, see lua/prelude.lua).
+   */
   leaseRestored: number;
-  /** Deliveries this process's sweeps restored by Kombu's visibility-timeout rule. */
+  /** Deliveries the same rule restored in this process's slow sweeps under Kombu's `unacked_mutex` (`sweepVisibility()`). */
   visibilityRestored: number;
 }
 
@@ -80,9 +83,9 @@ const ACK_LINGER_MS = 20;
 
 /**
  * Kombu's Redis layout (or kq's Redis Cluster layout, see KeyLayout) as a `VirtualStore`: lists per queue and priority step,
- * `_kombu.binding.*` sets, the `unacked` hash and index, PUB/SUB fanout — plus kq's leases, fencing, delayed set and
- * quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and one BRPOP connection per
- * waiting consumer.
+ * `_kombu.binding.*` sets, the `unacked` hash and index (whose scores are kq's leases and fences), PUB/SUB fanout —
+ * plus kq's delayed set and quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and
+ * one BRPOP connection per waiting consumer.
  */
 export class RedisStore implements VirtualStore {
   readonly features: VirtualStoreFeatures = {
@@ -270,12 +273,12 @@ export class RedisStore implements VirtualStore {
     return this.#leases.renewNow();
   }
 
-  /** Restores deliveries whose kq lease ran out, now (consuming processes also do it every `sweepIntervalMs`). */
+  /** Restores deliveries whose lease ran out, now (consuming processes also do it every `sweepIntervalMs`). */
   sweepLeases(): Promise<number> {
     return this.#requireSweeper().sweepLeases();
   }
 
-  /** Runs Kombu's visibility-timeout sweep now. */
+  /** Runs the same sweep under Kombu's `unacked_mutex`, as Kombu's `restore_visible` (0 when another process holds it). */
   sweepVisibility(): Promise<number> {
     return this.#requireSweeper().sweepVisibility();
   }

@@ -69,7 +69,6 @@ export class RedisTransport extends VirtualTransport {
     const store = new RedisStore({
       factory,
       layout,
-      storeId,
       leaseMs,
       leaseRenewIntervalMs: renewInterval(options.leaseRenewIntervalMs, leaseMs, visibilityTimeout, logger),
       leaseSweepIntervalMs: positive(options.sweepIntervalMs, 'sweepIntervalMs') ?? Math.max(50, Math.min(Math.floor(leaseMs / 2), 5000)),
