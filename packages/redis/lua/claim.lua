@@ -157,9 +157,35 @@ local function pop(key, n)
   return {}
 end
 
+-- one queue's lists in priority order with LMPOP (Redis 7.0+): a run from the first list that has messages, in one
+-- call, and one call (not one per priority step) to find all of them empty; false when the server has no LMPOP
+local function drain_with_lmpop(q)
+  local args, step_of = { #steps }, {}
+  for s = 1, #steps do
+    local key = key_for(q, steps[s])
+    args[s + 1] = key
+    step_of[key] = steps[s]
+  end
+  local count_at = #args + 3
+  args[#args + 1], args[#args + 2] = 'RIGHT', 'COUNT'
+  local guard = 0
+  while taken < max and guard < max + 64 do
+    args[count_at] = max - taken
+    local got = redis.pcall('LMPOP', unpack(args))
+    if type(got) ~= 'table' then return true end
+    if got.err then return false end
+    local key, items = got[1], got[2]
+    guard = guard + #items
+    for g = 1, #items do take(q, step_of[key], key, items[g]) end
+  end
+  return true
+end
+
 local attempts = 0
-if #queues == 1 then
-  -- one queue: nothing to rotate, so each priority list is drained in runs
+if #queues == 1 and drain_with_lmpop(queues[1]) then
+  -- done
+elseif #queues == 1 then
+  -- one queue on a server without LMPOP: each priority list is drained in runs
   local q = queues[1]
   for s = 1, #steps do
     local key = key_for(q, steps[s])

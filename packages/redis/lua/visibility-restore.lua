@@ -1,4 +1,7 @@
 local prefix = ARGV[1]
+-- One atomic step, so kq never holds Kombu's mutex between calls (a process killed in between would block every
+-- sweep, Python's too, for unacked_mutex_expire): it only stands aside while another process holds it.
+if ARGV[2] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 local restored = 0
 local a = 3
 while a <= #ARGV do
@@ -14,5 +17,4 @@ while a <= #ARGV do
   end
   a = a + 4 + 2 * n
 end
-if ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
 return restored

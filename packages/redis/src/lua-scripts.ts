@@ -15,9 +15,9 @@ import { loadLuaScript } from './lua-script';
 
 /**
  * Takes up to `max` messages: priority steps first, then queues in the given order, rotating a served queue to the
- * back (a run of a single queue's list in one `RPOP key count`); records each in Kombu's `unacked`/`unacked_index`
- * under one lease score for the batch, in the same atomic step (Kombu pops with BRPOP and records in a second round
- * trip, losing the message if it dies in between). An envelope that is not a JSON object with
+ * back (for one queue, a run of its most urgent non-empty list in one `LMPOP`, Redis 7.0+); records each in Kombu's
+ * `unacked`/`unacked_index` under one lease score for the batch, in the same atomic step (Kombu pops with BRPOP and
+ * records in a second round trip, losing the message if it dies in between). An envelope that is not a JSON object with
  * `properties.delivery_tag` is moved to the quarantine list.
  *
  * Acks that were waiting to be sent ride along and are applied first (one script call instead of two).
@@ -61,23 +61,20 @@ export const QUARANTINE = loadLuaScript('quarantine', 'prelude');
 export const RENEW = loadLuaScript('renew', 'prelude');
 
 /**
- * The sweep, first half (one rule for every delivery: Kombu's, see prelude.lua): takes `unacked_mutex` (SET NX PX, as
- * Kombu) unless the token is '', and lists deliveries whose score is older than now - visibility timeout.
- * KEYS: unacked, unacked_index, unacked_mutex. ARGV: mutex token or '', mutex expiry ms, visibility µs, limit.
- * Returns false when the mutex is held elsewhere, else {tag, score, unacked value or false, ...}.
+ * The sweep, first half (one rule for every delivery: Kombu's, see prelude.lua): lists deliveries whose score is older
+ * than now - visibility timeout; with the mutex flag, nothing while another process holds Kombu's `unacked_mutex`.
+ * KEYS: unacked, unacked_index, unacked_mutex. ARGV: mutex flag (1|0), visibility µs, limit.
+ * Returns false when standing aside, else {tag, score, unacked value or false, ...}.
  */
 export const VISIBILITY_SCAN = loadLuaScript('visibility-scan', 'prelude');
 
 /**
  * The sweep, second half: restores each listed delivery if its `unacked_index` score is unchanged (a renewal or a
- * settle since the scan leaves it alone), then releases the mutex if it took it (compare-and-delete, as Kombu's release
- * script). KEYS: unacked, unacked_index, unacked_mutex.
- * ARGV: prefix, mutex token or '', then (tag, score, envelope, nTargets, (op, key)...) groups; op is RPUSH or LPUSH.
+ * settle since the scan leaves it alone). With the mutex flag it stands aside while another process holds Kombu's
+ * `unacked_mutex`; it never takes it, as the whole restore is one atomic step. KEYS: unacked, unacked_index, unacked_mutex.
+ * ARGV: prefix, mutex flag (1|0), then (tag, score, envelope, nTargets, (op, key)...) groups; op is RPUSH or LPUSH.
  */
 export const VISIBILITY_RESTORE = loadLuaScript('visibility-restore', 'prelude');
-
-/** Releases `unacked_mutex` if it is still ours (Kombu's script, verbatim). KEYS: mutex. ARGV: token. */
-export const MUTEX_RELEASE = loadLuaScript('mutex-release');
 
 /**
  * Holds a message in the delayed set until due (server time + delay) and, when it is now the earliest, tells every

@@ -80,9 +80,9 @@ const RECORD_ATTEMPTS = 5;
 
 /**
  * Takes messages for the Redis store: one script call claims up to the prefetch window (a run of one list in one
- * `RPOP key count`) and records every claim in Kombu's `unacked`/`unacked_index` under one lease score; an idle
- * consumer waits with BRPOP and records what it popped (handing it out first when it may). In the cluster layout
- * each queue is claimed by a call of its own.
+ * `LMPOP`) and records every claim in Kombu's `unacked`/`unacked_index` under one lease score; an idle consumer
+ * waits with BRPOP and records what it popped (handing it out first when it may). In the cluster layout each queue
+ * is claimed by a call of its own.
  */
 export class RedisClaimer {
   readonly #host: ClaimerHost;

@@ -47,8 +47,6 @@ export interface RedisStoreSettings {
   visibilityTimeout: number;
   /** Most rejected messages kept in `_kq.dead` (default 10 000). */
   deadLetterMax?: number;
-  /** Kombu `unacked_mutex_expire`, seconds. */
-  unackedMutexExpire: number;
   unackedRestoreLimit: number;
   warn: (message: string) => void;
   onError: (error: unknown) => void;
@@ -221,7 +219,6 @@ export class RedisStore implements VirtualStore {
       leaseSweepIntervalMs: this.#settings.leaseSweepIntervalMs,
       visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
       visibilityTimeout: this.#settings.visibilityTimeout,
-      mutexExpire: this.#settings.unackedMutexExpire,
       restoreLimit: this.#settings.unackedRestoreLimit,
       route: (exchange, routingKey, headers) => this.routeForRestore(exchange, routingKey, headers),
       warn: this.#settings.warn,

@@ -75,7 +75,6 @@ export class RedisTransport extends VirtualTransport {
       visibilitySweepIntervalMs: positive(options.visibilitySweepIntervalMs, 'visibilitySweepIntervalMs') ?? DEFAULTS.visibilitySweepIntervalMs,
       visibilityTimeout,
       ...(options.deadLetterMax === undefined ? {} : { deadLetterMax: positive(options.deadLetterMax, 'deadLetterMax') as number }),
-      unackedMutexExpire: positive(options.unackedMutexExpire, 'unackedMutexExpire') ?? DEFAULTS.unackedMutexExpire,
       unackedRestoreLimit: positive(options.unackedRestoreLimit, 'unackedRestoreLimit') ?? DEFAULTS.unackedRestoreLimit,
       promoteDelayed: options.promoteDelayed ?? true,
       autoPipelining: options.autoPipelining ?? false,

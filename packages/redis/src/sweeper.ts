@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { priorityStep } from '@kq/core';
 import type { RedisClient } from './connection-factory';
 import { envelopePriority, markRedelivered } from '@kq/core';
@@ -19,8 +18,6 @@ export interface SweeperOptions {
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
-  /** Kombu `unacked_mutex_expire`, seconds. */
-  mutexExpire: number;
   restoreLimit: number;
   /** Queues a delivery published to (exchange, routing key) goes back to (Kombu's `_lookup`). */
   route: (exchange: string, routingKey: string, headers: Record<string, unknown>) => Promise<string[]>;
@@ -41,8 +38,9 @@ export interface SweepCounts {
  * lua/prelude.lua), so this is "the lease ran out" for deliveries kq holds and Kombu's `restore_visible` for those a
  * Python worker took. Each goes back as Kombu restores it: routed again by its exchange and routing key, to the head
  * of the queue (RPUSH) with `redelivered` set, with a compare-and-set on its score so a delivery acked or renewed
- * meanwhile is left alone. The frequent sweep relies on that alone; the slow one also takes Kombu's `unacked_mutex`,
- * as Kombu does. Runs in every consuming kq process; any one of them suffices.
+ * meanwhile is left alone. The frequent sweep relies on that alone; the slow one also stands aside while another
+ * process holds Kombu's `unacked_mutex` (it never takes it: each restore is one atomic step, so there is nothing to
+ * guard, and a kq process killed between two calls cannot leave it held). Runs in every consuming kq process; any one of them suffices.
  */
 export class Sweeper {
   readonly #options: SweeperOptions;
@@ -99,25 +97,21 @@ export class Sweeper {
   }
 
   async #sweepOf(scope: string, withMutex: boolean): Promise<number> {
-    const { commands, layout, visibilityTimeout, mutexExpire, restoreLimit } = this.#options;
-    const token = withMutex ? randomUUID().replace(/-/g, '') : '';
+    const { commands, layout, visibilityTimeout, restoreLimit } = this.#options;
+    const mutex = withMutex ? 1 : 0;
     const scanKeys = [layout.scopedKey('unacked', scope), layout.scopedKey('unackedIndex', scope), layout.scopedKey('unackedMutex', scope)];
-    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [
-      token,
-      Math.round(mutexExpire * 1000),
-      Math.round(visibilityTimeout * 1_000_000),
-      restoreLimit,
-    ])) as Array<string | null> | null;
+    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [mutex, Math.round(visibilityTimeout * 1_000_000), restoreLimit])) as Array<
+      string | null
+    > | null;
     if (found === null) return 0;
-    const args: Array<string | number> = [layout.prefix, token];
+    const args: Array<string | number> = [layout.prefix, mutex];
     for (let at = 0; at < found.length; at += 3) {
       const tag = found[at] as string;
       const score = found[at + 1] as string;
       const value = found[at + 2] ?? null;
       args.push(tag, score, ...(await this.#visibilityTargets(tag, value, scope)));
     }
-    // Always run the second half when the mutex was taken: it releases it.
-    if (!withMutex && found.length === 0) return 0;
+    if (found.length === 0) return 0;
     return Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
   }
 

@@ -71,6 +71,7 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     const commands: string[][] = [];
     const monitored = await monitor.monitor();
     monitored.on('monitor', (_time: string, args: string[]) => void commands.push(args));
+    const marker = `${prefix}marker-${randomUUID()}`;
     await pubChannel.publish('', 'linger', message('first'));
     await waitFor(() => received.length === 1, 5000, 'the first delivery');
     await waitFor(() => blockedInBrpop(fixture.redis, name), 5000, 'the consumer to wait again');
@@ -81,6 +82,9 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     await waitFor(() => received.length === 2, 5000, 'the second delivery');
     await received[1]!.ack();
     await consumer.cancel();
+    // The monitor's feed may lag behind the replies: wait until it shows a command sent after the round trips.
+    await fixture.redis.echo(marker);
+    await waitFor(() => commands.some((args) => args[1] === marker), 5000, 'the monitor to catch up');
     monitored.disconnect();
     const tag = first.deliveryInfo.deliveryTag;
     const scriptsNaming = commands.filter((args) => args[0]?.toLowerCase() === 'evalsha' && args.includes(tag));

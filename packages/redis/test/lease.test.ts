@@ -173,7 +173,20 @@ describe.skipIf(!up)('leases', () => {
       .zadd(`${prefix}unacked_index`, Date.now() / 1000 - 5, 'py-tag-1')
       .hset(`${prefix}unacked`, 'py-tag-1', `[${envelope}, "", "pyheld"]`)
       .exec();
+    // kq never takes Kombu's mutex (each restore is one atomic step), so a kq process killed between the sweep's two
+    // calls cannot leave it held for unacked_mutex_expire and stop every sweep, Python's too.
+    const monitor = fixture.redis.duplicate();
+    const mutexWrites: string[] = [];
+    const monitored = await monitor.monitor();
+    monitored.on('monitor', (_time: string, args: string[]) => {
+      if (String(args[0]).toLowerCase() === 'set' && args[1] === `${prefix}unacked_mutex`) mutexWrites.push(args.join(' '));
+      if (args[1] === `${prefix}marker`) mutexWrites.push('marker');
+    });
     expect(await kq.redisStore.sweepVisibility()).toBe(1);
+    await fixture.redis.echo(`${prefix}marker`);
+    await waitFor(() => mutexWrites.includes('marker'), 5000, 'the monitor to catch up');
+    monitored.disconnect();
+    expect(mutexWrites).toEqual(['marker']);
     expect(await fixture.redis.exists(`${prefix}unacked_mutex`)).toBe(0);
     const restored = JSON.parse((await fixture.redis.lindex(`${prefix}pyheld\x06\x163`, 0)) as string) as {
       headers: Record<string, unknown>;

@@ -123,6 +123,30 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     await one.ack();
   });
 
+  it('claims from one queue with one LMPOP over its priority lists: a run of the most urgent one, and one call to find them empty', async () => {
+    await channel.declareQueue(new Queue('lmpop'));
+    for (const priority of [6, 0, 0, 3]) await channel.publish('', 'lmpop', message(`p${priority}`, { properties: { priority } }));
+    const monitor = redis.duplicate();
+    const commands: string[] = [];
+    const monitored = await monitor.monitor();
+    // Other test files share the server: only commands naming this queue's lists count.
+    let seenMarker = false;
+    monitored.on('monitor', (_time: string, args: string[]) => {
+      if (args[1] === `${prefix}marker`) seenMarker = true;
+      if (args.some((arg) => String(arg).startsWith(`${prefix}lmpop`))) commands.push(String(args[0]).toLowerCase());
+    });
+    const claims = await transport.redisStore.claim(['lmpop'], { max: 10, blockMs: 0, noAck: false });
+    // The monitor's feed may lag behind the replies: wait until it shows a command sent after the claim.
+    await redis.echo(`${prefix}marker`);
+    await waitFor(() => seenMarker, 5000, 'the monitor to catch up');
+    monitored.disconnect();
+    expect(claims.map((claim) => claim.message.body.toString())).toEqual(['p0', 'p0', 'p3', 'p6']);
+    // One run per non-empty list, then one call that finds every list empty; no RPOP per list.
+    expect(commands.filter((name) => name === 'lmpop')).toHaveLength(4);
+    expect(commands.filter((name) => name === 'rpop')).toEqual([]);
+    for (const claim of claims) await transport.redisStore.ack(claim);
+  });
+
   it('records exchange and routing key for any JSON layout, escaped as Python escapes them', async () => {
     const compact = JSON.stringify({
       properties: { delivery_tag: 'compact-tag', delivery_info: { exchange: 'ex "q"', routing_key: 'a\\b' } },
