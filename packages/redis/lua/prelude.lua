@@ -2,12 +2,12 @@
 --
 -- A delivery kq holds has no record of kq's own: it is Kombu's `unacked[tag]` (the envelope, exchange and routing
 -- key) and `unacked_index[tag]`, whose score is the lease. Kombu's restore_visible restores an entry whose score is
--- below now - visibility_timeout, so kq scores a claim lease_deadline - visibility_timeout: Python workers and kq's
--- own sweep both bring it back exactly when the lease ran out, and never while the holder keeps renewing. The score
--- is also the fence: every claim and renewal writes a later one (server time only grows, and a message is claimed
--- again only after its lease ran out or it was given back), the holder remembers what it wrote, and a settle acts
--- only while the score is still that one. A Python worker's claim writes its delivery time, which is never a kq
--- score (that is always visibility_timeout - lease older).
+-- below now - visibility_timeout, so kq scores a claim lease_deadline - visibility_timeout (a lease longer than the
+-- visibility timeout counts as that long): Python workers and kq's own sweep both bring it back exactly when the
+-- lease ran out, and never while the holder keeps renewing. The score is also the fence: every claim and renewal
+-- writes a later one (server time only grows, and a message is claimed again only after its lease ran out or it was
+-- given back), the holder remembers what it wrote, and a settle acts only while the score is still that one. A
+-- Python worker's claim writes its own clock's time, which matches a kq score only by chance, to the microsecond.
 
 -- server time, in ms; and in whole microseconds
 local function now()
@@ -20,6 +20,9 @@ end
 -- in a double at today's epoch)
 local function lease_score(lease_us, vt_us, us)
   if not us then us = select(2, now()) end
+  -- the fleet's visibility timeout bounds every hold: a lease longer than it lasts only as long (renewals come every
+  -- third of the shorter of the two), so the score is never later than now
+  if lease_us > vt_us then lease_us = vt_us end
   local at = us + lease_us - vt_us
   local s = math.floor(at / 1000000)
   return string.format('%d.%06d', s, at - s * 1000000)
