@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   await channel.declareQueue(new Queue('q'));
   const list = `${PREFIX}q`;
   const reset = async (): Promise<void> => {
-    await raw.del(list, `${PREFIX}unacked`, `${PREFIX}unacked_index`, `${PREFIX}_kq.leases`, `${PREFIX}_kq.holders`);
+    await raw.del(list, `${PREFIX}unacked`, `${PREFIX}unacked_index`);
   };
   const fill = async (): Promise<void> => {
     await reset();

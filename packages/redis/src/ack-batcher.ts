@@ -1,10 +1,10 @@
 /** Most acks sent in one script call. */
 const MAX_BATCH = 512;
 
-/** What an ack needs to find its claim in Redis. */
+/** What an ack needs to find its claim in Redis: the tag, and the score (the fence) read when the ack is sent. */
 export interface AckTarget {
   readonly tag: string;
-  readonly token: string;
+  readonly score: string;
 }
 
 /** How the batcher's owner is told about its acks. */
@@ -17,6 +17,11 @@ export interface AckHooks<T extends AckTarget> {
   retryable(error: unknown): boolean;
   /** Acks are being held for a connection that is down; called once per outage. */
   holding(count: number, error: unknown): void;
+  /**
+   * How long new acks may wait for a claim call to carry them (see `take`) before they are sent on their own; 0 for
+   * the usual two event-loop turns.
+   */
+  lingerMs?(): number;
 }
 
 /** Backoff between sends of acks held through an outage. */
@@ -38,10 +43,6 @@ export class PendingAck<T extends AckTarget = AckTarget> {
 
   get tag(): string {
     return this.target.tag;
-  }
-
-  get token(): string {
-    return this.target.token;
   }
 
   /** Resolves the ack when applied; rejects it with the stale error when the claim was no longer ours. */
@@ -93,7 +94,9 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
       if (this.#pending.length >= MAX_BATCH) void this.flush();
       else if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => setImmediate(() => void this.flush()));
+        const linger = this.#hooks.lingerMs?.() ?? 0;
+        if (linger > 0) setTimeout(() => void this.#flushScheduled(), linger).unref();
+        else setImmediate(() => setImmediate(() => void this.#flushScheduled()));
       }
     });
   }
@@ -101,11 +104,19 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
   /** Takes up to `max` waiting acks, for a caller that sends them itself (and settles them). */
   take(max = MAX_BATCH): Array<PendingAck<T>> {
     if (this.#pending.length <= max) {
+      // All taken: a scheduled flush would find nothing (new acks schedule their own).
+      this.#scheduled = false;
       const all = this.#pending;
       this.#pending = [];
       return all;
     }
     return this.#pending.splice(0, max);
+  }
+
+  /** The scheduled flush: nothing to do when a claim call took the acks meanwhile (or a flush sent them). */
+  #flushScheduled(): Promise<void> {
+    if (!this.#scheduled) return Promise.resolve();
+    return this.flush();
   }
 
   /** Sends everything waiting now; resolves once sent (failures reach the acks' own promises, or are retried). */

@@ -16,7 +16,7 @@ import { BeatOutbox, type BeatDelivery } from './beat-outbox';
 import { isCluster, masterClientOf } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { encodeEnvelope } from '@kq/core';
-import { LuaScript } from './lua-script';
+import { loadLuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
 /*
@@ -38,87 +38,25 @@ import type { RedisTransport } from './redis-transport';
  */
 
 /** KEYS: lease, epoch. ARGV: holder, ttl ms. Returns {epoch, 0} when the caller holds the lease, else {0, pttl}. */
-const ACQUIRE = new LuaScript(
-  'beat-acquire',
-  `
-local current = redis.call('GET', KEYS[1])
-if current then
-  local colon = string.find(current, ':', 1, true)
-  if colon and string.sub(current, colon + 1) == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {tonumber(string.sub(current, 1, colon - 1)), 0}
-  end
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-local epoch = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], epoch .. ':' .. ARGV[1], 'PX', ARGV[2])
-return {epoch, 0}
-`,
-);
+const ACQUIRE = loadLuaScript('beat-acquire');
 
 /** KEYS: lease. ARGV: token, ttl ms. 1 = renewed, 0 = not ours any more. */
-const RENEW = new LuaScript(
-  'beat-renew',
-  `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`,
-);
+const RENEW = loadLuaScript('beat-renew');
 
 /** KEYS: lease. ARGV: token. Deletes the lease if it is the caller's. */
-const RELEASE = new LuaScript(
-  'beat-release',
-  `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`,
-);
-
-/**
- * The fenced part of both commits: KEYS[1] lease, KEYS[2] state; ARGV[1] token, ARGV[2] entry, ARGV[3] tick. Returns
- * -1 when the lease is not the caller's, 0 when the tick is not after the recorded one; records it otherwise.
- */
-const RECORD_TICK = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local recorded = redis.call('HGET', KEYS[2], ARGV[2])
-if recorded and tonumber(recorded) >= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-`;
+const RELEASE = loadLuaScript('beat-release');
 
 /**
  * KEYS: lease, state, list keys to push to. ARGV: token, entry, tick, number of PUB/SUB channels, one envelope per
  * list key, then channel/envelope pairs. Returns 1 committed, 0 stale (tick not after the recorded one), -1 fenced.
  */
-const COMMIT = new LuaScript(
-  'beat-commit',
-  RECORD_TICK +
-    `
-local lists = #KEYS - 2
-for i = 1, lists do redis.call('LPUSH', KEYS[i + 2], ARGV[i + 4]) end
-local channels = tonumber(ARGV[4])
-for i = 1, channels do
-  local at = 4 + lists + (i - 1) * 2
-  redis.call('PUBLISH', ARGV[at + 1], ARGV[at + 2])
-end
-return 1
-`,
-);
+const COMMIT = loadLuaScript('beat-commit', 'beat-record-tick');
 
 /**
  * The cluster's commit: KEYS: lease, state, outbox. ARGV: token, entry, tick, outbox field, messages ('' = none).
  * Returns as COMMIT does.
  */
-const COMMIT_RECORDED = new LuaScript(
-  'beat-commit-recorded',
-  RECORD_TICK +
-    `
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
-return 1
-`,
-);
+const COMMIT_RECORDED = loadLuaScript('beat-commit-recorded', 'beat-record-tick');
 
 interface Held {
   readonly token: string;

@@ -1,5 +1,5 @@
 import type { RedisClient } from './connection-factory';
-import { LuaScript } from './lua-script';
+import { loadLuaScript } from './lua-script';
 
 /** One tick's messages as its commit recorded them: envelopes for queue lists, and for fanout channels. */
 export interface BeatDelivery {
@@ -18,13 +18,7 @@ export interface BeatOutboxOptions {
 }
 
 /** KEYS: outbox. ARGV: field, payload. Deletes the field if it still holds that payload. */
-const FORGET = new LuaScript(
-  'beat-outbox-forget',
-  `
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
-return 0
-`,
-);
+const FORGET = loadLuaScript('beat-outbox-forget');
 
 /**
  * kq beat's outbox on Redis Cluster, where one script cannot record a tick and push its task (the lease's slot and the

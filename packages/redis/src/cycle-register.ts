@@ -1,6 +1,6 @@
 import { KqError, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { RedisClient } from './connection-factory';
-import { LuaScript } from './lua-script';
+import { loadLuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
 /*
@@ -10,78 +10,20 @@ import type { RedisTransport } from './redis-transport';
  * the server's clock.
  */
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
 /** KEYS: register. ARGV: cycle, step, ttl. 1 = created, 0 = one exists. */
-const CREATE = new LuaScript(
-  'periodic-create',
-  `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'cycle', ARGV[1], 'step', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`,
-);
+const CREATE = loadLuaScript('periodic-create');
 
 /** KEYS: register. ARGV: cycle, step, token, claim ms, ttl. Returns the CycleBegin outcome. */
-const BEGIN = new LuaScript(
-  'periodic-begin',
-  NOW +
-    `
-local fields = redis.call('HMGET', KEYS[1], 'cycle', 'step', 'token', 'until')
-if not fields[1] then return 'absent' end
-if fields[1] ~= ARGV[1] then return 'superseded' end
-local step = tonumber(fields[2])
-local wanted = tonumber(ARGV[2])
-if step > wanted then return 'stale' end
-if step == wanted and fields[3] and fields[3] ~= ARGV[3] and tonumber(fields[4] or '0') > now then return 'busy' end
-redis.call('HSET', KEYS[1], 'step', ARGV[2], 'token', ARGV[3], 'until', now + tonumber(ARGV[4]))
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 'current'
-`,
-);
+const BEGIN = loadLuaScript('periodic-begin', 'server-now');
 
 /** KEYS: register. ARGV: cycle, from step, to step, ttl. Returns the CycleAdvance outcome. */
-const ADVANCE = new LuaScript(
-  'periodic-advance',
-  `
-local fields = redis.call('HMGET', KEYS[1], 'cycle', 'step')
-if not fields[1] then return 'absent' end
-if fields[1] ~= ARGV[1] then return 'superseded' end
-if tonumber(fields[2]) > tonumber(ARGV[2]) then return 'stale' end
-redis.call('HSET', KEYS[1], 'step', ARGV[3])
-redis.call('HDEL', KEYS[1], 'token', 'until')
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 'advanced'
-`,
-);
+const ADVANCE = loadLuaScript('periodic-advance');
 
 /** KEYS: register. Returns {cycle, step, live claim token or false}. */
-const READ = new LuaScript(
-  'periodic-read',
-  NOW +
-    `
-local fields = redis.call('HMGET', KEYS[1], 'cycle', 'step', 'token', 'until')
-if not fields[1] then return false end
-local claimed = false
-if fields[3] and tonumber(fields[4] or '0') > now then claimed = fields[3] end
-return {fields[1], fields[2], claimed}
-`,
-);
+const READ = loadLuaScript('periodic-read', 'server-now');
 
 /** KEYS: register. ARGV: cycle or ''. 1 = deleted. */
-const REMOVE = new LuaScript(
-  'periodic-remove',
-  `
-local cycle = redis.call('HGET', KEYS[1], 'cycle')
-if not cycle then return 0 end
-if ARGV[1] ~= '' and cycle ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])
-`,
-);
+const REMOVE = loadLuaScript('periodic-remove');
 
 /** The register of kq periodic-task cycles on Redis (see the comment at the top of this file). */
 export class RedisCycleRegister implements CycleRegister {

@@ -1,7 +1,7 @@
 import type { DelayedCount } from '@kq/core';
 import type { RedisClient } from './connection-factory';
 import type { KeyLayout } from './key-layout';
-import { LuaScript } from './lua-script';
+import { loadLuaScript } from './lua-script';
 
 /**
  * Above this many delayed messages only the total is counted: the breakdown reads every member (the envelope
@@ -14,29 +14,7 @@ export const DELAYED_BREAKDOWN_MAX = 10_000;
  * writes them) counted server-side, in one atomic script so the promoter cannot move members between reads. Lua
  * strings are bytes, which is what the length prefix counts.
  */
-const COUNT_DELAYED = new LuaScript(
-  'count-delayed',
-  `
-local total = redis.call('ZCARD', KEYS[1])
-if total > tonumber(ARGV[1]) then return {total} end
-local counts = {}
-for start = 0, total - 1, 500 do
-  for _, member in ipairs(redis.call('ZRANGE', KEYS[1], start, start + 499)) do
-    local digits = string.match(member, '^(%d+):')
-    if digits then
-      local list = string.sub(member, #digits + 2, #digits + 1 + tonumber(digits))
-      counts[list] = (counts[list] or 0) + 1
-    end
-  end
-end
-local out = {total}
-for list, n in pairs(counts) do
-  out[#out + 1] = list
-  out[#out + 1] = n
-end
-return out
-`,
-);
+const COUNT_DELAYED = loadLuaScript('count-delayed');
 
 /**
  * Delayed messages in `_kq.delayed`, by queue (priority steps merged) when there are at most `breakdownMax`. The

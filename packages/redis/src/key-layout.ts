@@ -7,14 +7,13 @@ export const KOMBU_SEP = '\x06\x16';
 export interface KeyNames {
   /** Kombu's hash tag → `[envelope, exchange, routing_key]`. */
   unacked: string;
-  /** Kombu's zset tag → delivery time (seconds). */
+  /**
+   * Kombu's zset tag → delivery time (seconds); for a delivery a kq consumer holds, its lease deadline minus the
+   * visibility timeout (see lua/prelude.lua).
+   */
   unackedIndex: string;
   /** Kombu's visibility-sweep mutex. */
   unackedMutex: string;
-  /** kq: zset tag → lease deadline (ms) of deliveries a kq consumer holds. */
-  leases: string;
-  /** kq: hash tag → holder record of deliveries a kq consumer holds. */
-  holders: string;
   /** kq: zset of delayed messages by due time (ms). */
   delayed: string;
   /** kq: PUB/SUB channel that tells promoters an earlier delayed message arrived. */
@@ -33,8 +32,6 @@ export const DEFAULT_KEY_NAMES: KeyNames = {
   unacked: 'unacked',
   unackedIndex: 'unacked_index',
   unackedMutex: 'unacked_mutex',
-  leases: '_kq.leases',
-  holders: '_kq.holders',
   delayed: '_kq.delayed',
   delayedNudge: '_kq.delayed.nudge',
   quarantine: '_kq.quarantine',
@@ -47,7 +44,7 @@ export const DEFAULT_KEY_NAMES: KeyNames = {
  * The structures a claim, settle, sweep or promotion touches together with a queue's lists. Kombu keeps one of each
  * for the whole database; the cluster layout keeps one per queue, in the queue's hash slot (see `scopedKey`).
  */
-export type QueueScopedName = 'unacked' | 'unackedIndex' | 'unackedMutex' | 'leases' | 'holders' | 'delayed' | 'quarantine';
+export type QueueScopedName = 'unacked' | 'unackedIndex' | 'unackedMutex' | 'delayed' | 'quarantine';
 
 /**
  * The hash tag of kq's own shared keys in the cluster layout (exchanges, queue declarations, binding sets, the dead
@@ -226,15 +223,6 @@ export class KeyLayout {
    */
   clusterQueuesKey(): string {
     return `${this.#shared}_kq.cluster.queues`;
-  }
-
-  /**
-   * kq: the remembered reply of one settle script call (expires after 2 minutes), see lua-scripts.ts. In the cluster
-   * layout it lives in the slot of the queue the script works on.
-   */
-  requestKey(requestId: string, queue?: string): string {
-    if (this.cluster) return queue === undefined ? `${this.#shared}_kq.request.${requestId}` : `${this.prefix}_kq.request.${requestId}${this.#tag(queue)}`;
-    return `${this.prefix}_kq.request.${requestId}`;
   }
 
   bindingMember(member: BindingMember): string {

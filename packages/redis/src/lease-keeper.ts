@@ -1,29 +1,27 @@
 /** Renews up to this many leases per script call, so one heartbeat never blocks Redis for long. */
 const RENEW_CHUNK = 500;
 
-export interface LeaseKeeperOptions {
+export interface LeaseKeeperOptions<T> {
   intervalMs: number;
-  /**
-   * Renews the given (tag, token, scope) triples; resolves to the tokens that are no longer ours. The scope is what
-   * `hold` was given: the queue in the cluster layout (whose slot holds the records), '' otherwise.
-   */
-  renew: (pairs: ReadonlyArray<readonly [tag: string, token: string, scope: string]>) => Promise<string[]>;
+  /** Renews the given claims (re-scoring them); resolves to those that are no longer ours. */
+  renew: (claims: readonly T[]) => Promise<readonly T[]>;
   onError: (error: unknown) => void;
 }
 
 /**
- * The heartbeat of the deliveries this process holds: every `intervalMs` it extends their kq leases and refreshes
- * their `unacked_index` scores in one script call. If the process dies, the heartbeat stops and the leases run out.
+ * The heartbeat of the deliveries this process holds: every `intervalMs` it renews their leases (one script call per
+ * chunk, see RENEW). If the process dies, the heartbeat stops and the leases run out.
  */
-export class LeaseKeeper {
-  readonly #options: LeaseKeeperOptions;
-  /** token → delivery tag and scope of every claim this process holds. */
-  readonly #held = new Map<string, readonly [tag: string, scope: string]>();
+export class LeaseKeeper<T extends object> {
+  readonly #options: LeaseKeeperOptions<T>;
+  readonly #held = new Set<T>();
+  /** Claims a heartbeat found taken from us. */
+  readonly #taken = new WeakSet<T>();
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #lost = 0;
 
-  constructor(options: LeaseKeeperOptions) {
+  constructor(options: LeaseKeeperOptions<T>) {
     this.#options = options;
   }
 
@@ -36,18 +34,28 @@ export class LeaseKeeper {
     return this.#lost;
   }
 
-  hold(token: string, tag: string, scope = ''): void {
-    this.#held.set(token, [tag, scope]);
+  /** The heartbeat under way, if any: a settle waits for it, as it re-scores the claims the settle names. */
+  get renewing(): Promise<void> | undefined {
+    return this.#running;
+  }
+
+  hold(claim: T): void {
+    this.#held.add(claim);
     this.#timer ??= this.#arm();
   }
 
   /** False once a heartbeat found the claim taken from us, or it was released. */
-  holds(token: string): boolean {
-    return this.#held.has(token);
+  holds(claim: T): boolean {
+    return this.#held.has(claim);
   }
 
-  release(token: string): void {
-    this.#held.delete(token);
+  /** True once a heartbeat found the claim taken from us. */
+  wasTaken(claim: T): boolean {
+    return this.#taken.has(claim);
+  }
+
+  release(claim: T): void {
+    this.#held.delete(claim);
   }
 
   /** Runs one heartbeat now (also what the timer runs). */
@@ -79,11 +87,14 @@ export class LeaseKeeper {
   }
 
   async #renew(): Promise<void> {
-    const pairs = [...this.#held].map(([token, [tag, scope]]) => [tag, token, scope] as const);
-    for (let at = 0; at < pairs.length; at += RENEW_CHUNK) {
-      const lost = await this.#options.renew(pairs.slice(at, at + RENEW_CHUNK));
-      for (const token of lost) {
-        if (this.#held.delete(token)) this.#lost++;
+    const claims = [...this.#held];
+    for (let at = 0; at < claims.length; at += RENEW_CHUNK) {
+      const lost = await this.#options.renew(claims.slice(at, at + RENEW_CHUNK));
+      for (const claim of lost) {
+        if (this.#held.delete(claim)) {
+          this.#taken.add(claim);
+          this.#lost++;
+        }
       }
     }
   }

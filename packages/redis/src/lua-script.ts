@@ -1,8 +1,24 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { RedisClient } from './connection-factory';
 import { permissionDeniedOf } from './connection-errors';
 
 export type ScriptArgument = string | number | Buffer;
+
+/**
+ * Where the `.lua` files are: `lua/` at the package root, one level above both `src/` (run from source) and `dist/`
+ * (the built bundle), so the same relative address works for both; the package ships the folder (`files`).
+ */
+const LUA_DIR = new URL('../lua/', import.meta.url);
+
+/**
+ * The script `lua/<name>.lua`, with the fragments named (shared functions, e.g. `prelude`) put before it in the
+ * order given. Read once, at module load.
+ */
+export function loadLuaScript(name: string, ...fragments: readonly string[]): LuaScript {
+  const source = [...fragments, name].map((file) => readFileSync(new URL(`${file}.lua`, LUA_DIR), 'utf8')).join('\n');
+  return new LuaScript(name, source);
+}
 
 /**
  * A Lua script run with `EVALSHA`, falling back to `EVAL` once when the server does not know it yet (first use,

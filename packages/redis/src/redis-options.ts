@@ -59,7 +59,10 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
   unackedIndexKey?: string;
   /** Kombu `unacked_mutex_key`. Default `unacked_mutex`. */
   unackedMutexKey?: string;
-  /** Kombu `unacked_mutex_expire` in **seconds**. Default 300. */
+  /**
+   * Kombu `unacked_mutex_expire` in **seconds**. Default 300. Accepted as Kombu's option; kq's sweeps only stand aside
+   * while another process holds the mutex and never take it (each restore is one atomic script), so kq uses no expiry.
+   */
   unackedMutexExpire?: number;
   /**
    * Redis Cluster (kq only: Kombu has no cluster support, so Python workers cannot share these queues). `true` takes

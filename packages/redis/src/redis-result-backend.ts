@@ -17,7 +17,7 @@ import { guardTls, tlsFailureFor } from './tls-guard';
 import { knownNodes } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
-import { LuaScript } from './lua-script';
+import { loadLuaScript } from './lua-script';
 import { decodeResultMeta, encodeResultMeta } from './result-meta';
 import type { ClusterNodeAddress } from './redis-options';
 
@@ -492,24 +492,7 @@ function withGlobalPrefix(prefix: string): string {
  * Celery and kq write `status` first (`{"status": "..."`), so it is read without decoding the whole result; a value
  * written some other way is decoded.
  */
-const STORE_RESULT = new LuaScript(
-  'store_result',
-  `
-local current = redis.call('GET', KEYS[1])
-if current then
-  local status = string.match(current, '^{"status": "([^"]*)"')
-  if not status then
-    local ok, meta = pcall(cjson.decode, current)
-    if ok and type(meta) == 'table' then status = meta['status'] end
-  end
-  if status == 'SUCCESS' then return 0 end
-end
-local ttl = tonumber(ARGV[2])
-if ttl > 0 then redis.call('SETEX', KEYS[1], ttl, ARGV[1]) else redis.call('SET', KEYS[1], ARGV[1]) end
-redis.call('PUBLISH', KEYS[1], ARGV[1])
-return 1
-`,
-);
+const STORE_RESULT = loadLuaScript('store-result');
 
 async function disconnect(client: RedisClient): Promise<void> {
   if (client.status === 'ready') {

@@ -25,54 +25,18 @@ import { tlsFailureFor } from './tls-guard';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory, RedisClient } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
-import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
+import { encodeEnvelope, markRedelivered } from '@kq/core';
 import { RedisBindings } from './redis-bindings';
 import type { KeyLayout } from './key-layout';
 import { LeaseKeeper } from './lease-keeper';
-import { ACK, CLAIM, DRAIN_LISTS, QUARANTINE, RENEW, RESTORE } from './lua-scripts';
-import { quarantineRecord } from './quarantine';
+import { ACK, DRAIN_LISTS, RENEW, RESTORE } from './lua-scripts';
+import { RedisClaimer, type RedisClaim } from './redis-claimer';
 import { RedisFanoutBus } from './redis-fanout-bus';
 import { Sweeper } from './sweeper';
-
-/** A claim of the Redis store: what a settle needs to find (and fence) the delivery. */
-export interface RedisClaim extends Claim {
-  /** Priority step of the list it came from. */
-  readonly step: number;
-  /** The envelope exactly as it was stored. */
-  readonly raw: string;
-  /** Identifies this claim (not the message) in kq's holder records; '' for noAck claims. */
-  readonly token: string;
-  /** The delivery tag the claim was recorded under in `unacked` (the envelope's `properties.delivery_tag`). */
-  readonly tag: string;
-  /**
-   * Set while the record of a claim handed out early (see `#takePoppedEarly`) is on its way: resolves true once it
-   * is in Redis, false when it could not be made (the message went back to its list). Settles wait for it.
-   */
-  recording?: Promise<boolean> | undefined;
-}
-
-/** A message BRPOP popped, which only this process holds until a claim script records it. */
-interface PoppedMessage {
-  queue: string;
-  step: number;
-  /** The list it was popped from. */
-  key: string;
-  raw: string;
-  /** The token to record it under when it was already handed out; otherwise the script makes one. */
-  token?: string;
-}
-
-/** What a claim script call took: the claims it sends back, and the tag a handed-out popped message got. */
-interface ClaimReply {
-  claims: RedisClaim[];
-  /** The delivery tag the popped message was recorded under; undefined when it was not (quarantined). */
-  poppedTag: string | undefined;
-}
 
 export interface RedisStoreSettings {
   factory: ConnectionFactory;
   layout: KeyLayout;
-  storeId: string;
   leaseMs: number;
   leaseRenewIntervalMs: number;
   promoteDelayed: boolean;
@@ -84,8 +48,6 @@ export interface RedisStoreSettings {
   visibilityTimeout: number;
   /** Most rejected messages kept in `_kq.dead` (default 10 000). */
   deadLetterMax?: number;
-  /** Kombu `unacked_mutex_expire`, seconds. */
-  unackedMutexExpire: number;
   unackedRestoreLimit: number;
   warn: (message: string) => void;
   onError: (error: unknown) => void;
@@ -105,20 +67,24 @@ export interface RedisStoreStats {
   blockingConnections: number;
   /** Fanout patterns this process is subscribed to. */
   fanoutSubscriptions: number;
-  /** Deliveries this process's sweeps restored because a kq lease ran out. */
+  /**
+   * Deliveries this process's frequent sweeps (every `sweepIntervalMs`, and `sweepLeases()`) restored: those whose
+   * `unacked_index` score is older than now - visibility timeout, i.e. a kq lease that ran out or a Python delivery
+   * past the visibility timeout (one rule, see lua/prelude.lua).
+   */
   leaseRestored: number;
-  /** Deliveries this process's sweeps restored by Kombu's visibility-timeout rule. */
+  /** Deliveries the same rule restored in this process's slow sweeps under Kombu's `unacked_mutex` (`sweepVisibility()`). */
   visibilityRestored: number;
 }
 
-/** Attempts to record a message BRPOP already popped before giving up and pushing it back. */
-const RECORD_ATTEMPTS = 5;
+/** How long acks made while a consumer waits in BRPOP may wait for its next claim call to carry them. */
+const ACK_LINGER_MS = 20;
 
 /**
  * Kombu's Redis layout (or kq's Redis Cluster layout, see KeyLayout) as a `VirtualStore`: lists per queue and priority step,
- * `_kombu.binding.*` sets, the `unacked` hash and index, PUB/SUB fanout — plus kq's leases, fencing, delayed set and
- * quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and one BRPOP connection per
- * waiting consumer.
+ * `_kombu.binding.*` sets, the `unacked` hash and index (whose scores are kq's leases and fences), PUB/SUB fanout —
+ * plus kq's delayed set and quarantine list. Three kinds of connection: commands (auto-pipelined), one subscriber, and
+ * one BRPOP connection per waiting consumer.
  */
 export class RedisStore implements VirtualStore {
   readonly features: VirtualStoreFeatures = {
@@ -130,15 +96,14 @@ export class RedisStore implements VirtualStore {
   };
   readonly layout: KeyLayout;
   readonly #settings: RedisStoreSettings;
-  readonly #leases: LeaseKeeper;
+  readonly #leases: LeaseKeeper<RedisClaim>;
   readonly #acks: AckBatcher<RedisClaim>;
+  readonly #claimer: RedisClaimer;
   /** Rejected task messages with no dead-letter exchange to go to (`_kq.dead`). */
   readonly deadLetters: DeadLetterList;
   readonly #pushes: PushBatcher;
   /** Exchanges and bindings, in Kombu's binding sets. */
   readonly bindings: RedisBindings;
-  /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
-  readonly #idleSets = new Map<string, boolean>();
   #commands: RedisClient | undefined;
   #subscriber: Redis | undefined;
   #pool: BlockingWaiter | undefined;
@@ -149,9 +114,6 @@ export class RedisStore implements VirtualStore {
   #sweeper: Sweeper | undefined;
   /** Counts of sweepers of earlier connections (a store can be reopened). */
   readonly #sweepCounts = { leaseRestored: 0, visibilityRestored: 0 };
-  #claimSeq = 0;
-  #requestSeq = 0;
-  #quarantined = 0;
   #everReady = false;
   #closed = false;
 
@@ -162,19 +124,40 @@ export class RedisStore implements VirtualStore {
       staleError: (claim) => this.#stale('ack', claim),
       // The lease is kept (and renewed) until the ack has landed: released earlier, an ack held through an outage
       // would let the lease run out and the finished task run again.
-      done: (claim) => this.#leases.release(claim.token),
+      done: (claim) => this.#leases.release(claim),
       retryable: (error) => !this.#closed && isConnectionError(error),
       holding: (count, error) =>
         this.#settings.warn(`kq/redis: holding ${count} ack(s) until Redis answers again (${describeError(error)}); nothing is dropped`),
+      // A consumer waiting in BRPOP records what wakes it with a claim call, which carries the acks made meanwhile: a
+      // round trip's ack then costs no write of its own. They wait that long at most (Kombu's layout only: in the
+      // cluster's, acks never ride on claims).
+      lingerMs: () => (!this.layout.cluster && this.#claimer.waiting > 0 ? ACK_LINGER_MS : 0),
     });
     this.bindings = new RedisBindings(() => this.commands, settings.layout);
     if (settings.layout.cluster) this.#clusterQueues = new ClusterQueues(() => this.commands, settings.layout);
     this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
-    this.#leases = new LeaseKeeper({
+    this.#leases = new LeaseKeeper<RedisClaim>({
       intervalMs: settings.leaseRenewIntervalMs,
-      renew: (pairs) => this.#renew(pairs),
+      renew: (claims) => this.#renew(claims),
       onError: (error) => this.#reportError(error),
+    });
+    const acks = this.#acks;
+    this.#claimer = new RedisClaimer({
+      layout: settings.layout,
+      leaseUs: settings.leaseMs * 1000,
+      visibilityUs: Math.round(settings.visibilityTimeout * 1_000_000),
+      commands: () => this.commands,
+      pool: () => this.#pool,
+      clusterQueues: () => this.#clusterQueues,
+      isClosed: () => this.#closed,
+      // Not while a heartbeat is re-scoring: the acks would carry the scores it is replacing.
+      takeAcks: () => (this.#leases.renewing ? [] : acks.take()),
+      acksFailed: (failed, error) => acks.failed(failed, error),
+      settleAck: (ack, result) => ack.settle(result !== -1),
+      hold: (claim) => this.#leases.hold(claim),
+      warn: settings.warn,
+      reportError: (error) => this.#reportError(error),
     });
   }
 
@@ -240,7 +223,6 @@ export class RedisStore implements VirtualStore {
       leaseSweepIntervalMs: this.#settings.leaseSweepIntervalMs,
       visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
       visibilityTimeout: this.#settings.visibilityTimeout,
-      mutexExpire: this.#settings.unackedMutexExpire,
       restoreLimit: this.#settings.unackedRestoreLimit,
       route: (exchange, routingKey, headers) => this.routeForRestore(exchange, routingKey, headers),
       warn: this.#settings.warn,
@@ -278,7 +260,7 @@ export class RedisStore implements VirtualStore {
     return {
       held: this.#leases.held,
       leasesLost: this.#leases.lost,
-      quarantined: this.#quarantined,
+      quarantined: this.#claimer.quarantined,
       promoted: this.#promoter?.promoted ?? 0,
       blockingConnections: this.#pool?.size ?? 0,
       fanoutSubscriptions: this.#bus?.patterns ?? 0,
@@ -292,12 +274,12 @@ export class RedisStore implements VirtualStore {
     return this.#leases.renewNow();
   }
 
-  /** Restores deliveries whose kq lease ran out, now (consuming processes also do it every `sweepIntervalMs`). */
+  /** Restores deliveries whose lease ran out, now (consuming processes also do it every `sweepIntervalMs`). */
   sweepLeases(): Promise<number> {
     return this.#requireSweeper().sweepLeases();
   }
 
-  /** Runs Kombu's visibility-timeout sweep now. */
+  /** Runs the same sweep under Kombu's `unacked_mutex`, as Kombu's `restore_visible` (0 when another process holds it). */
   sweepVisibility(): Promise<number> {
     return this.#requireSweeper().sweepVisibility();
   }
@@ -448,158 +430,15 @@ export class RedisStore implements VirtualStore {
     return this.#clusterQueues?.list() ?? Promise.resolve(DEFAULT_SCOPES);
   }
 
-  async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
-    if (queues.length === 0) return [];
+  claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
     this.#sweeper?.start();
-    const max = Math.max(1, Math.trunc(options.max));
-    const setKey = queues.length === 1 ? (queues[0] as string) : [...queues].sort().join('\n');
-    const blocking = options.blockMs > 0;
-    if (this.#clusterQueues) return this.#claimCluster(queues, max, options, setKey);
-    if (!blocking || !this.#idleSets.get(setKey)) {
-      const { claims } = await this.#claimScript(queues, max, options.noAck, undefined);
-      if (claims.length > 0 || !blocking) {
-        this.#noteIdle(setKey, claims.length < max);
-        return claims;
-      }
-    }
-    const pool = this.#pool;
-    if (!pool) throw new ConnectionLost('The Redis store was closed while a consumer was waiting for messages.');
-    const { keys, origin } = this.layout.consumeKeys(queues);
-    const popped = await pool.brpop(keys, options.blockMs, options.signal);
-    if (!popped) {
-      this.#noteIdle(setKey, true);
-      return [];
-    }
-    const [key, raw] = popped;
-    const from = origin.get(key) ?? this.layout.parseListKey(key);
-    const message: PoppedMessage = { queue: from.queue, step: from.step, key, raw };
-    if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
-      this.#noteIdle(setKey, rest.length + 1 < max);
-      return rest;
-    }
-    const { claims } = await this.#recordPopped(queues, max, options.noAck, message);
-    this.#noteIdle(setKey, claims.length < max);
-    return claims;
-  }
-
-  /**
-   * The cluster layout's claim: a script reaches one slot, so each queue is claimed by a call of its own (side by side:
-   * the queues may live on different shards), and an idle consumer waits on every queue at once, one BRPOP each.
-   */
-  async #claimCluster(queues: readonly string[], max: number, options: ClaimOptions, setKey: string): Promise<Claim[]> {
-    await this.#clusterQueues?.note(queues);
-    const blocking = options.blockMs > 0;
-    if (!blocking || !this.#idleSets.get(setKey)) {
-      const claims = await this.#claimEach(queues, max, options.noAck);
-      if (claims.length > 0 || !blocking) {
-        this.#noteIdle(setKey, claims.length < max);
-        return claims;
-      }
-    }
-    const pool = this.#pool;
-    if (!pool) throw new ConnectionLost('The Redis store was closed while a consumer was waiting for messages.');
-    const popped = await this.#waitAny(pool, queues, options.blockMs, options.signal);
-    const [message, ...extra] = popped;
-    // What the other waits popped while the first woke them goes back to the head of its list as it was: never handed
-    // out nor recorded, and taking it too could exceed `max` (the prefetch).
-    await Promise.all(extra.map((late) => this.#putBack(late)));
-    if (!message) {
-      this.#noteIdle(setKey, true);
-      return [];
-    }
-    if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
-      this.#noteIdle(setKey, rest.length + 1 < max);
-      return rest;
-    }
-    const { claims } = await this.#recordPopped([message.queue], max, options.noAck, message);
-    this.#noteIdle(setKey, claims.length < max);
-    return claims;
-  }
-
-  /**
-   * Up to `max` claims over `queues`, one script call per queue, `max` shared out in the given order (the consumer's
-   * rotation), again over the queues that gave their full share while room is left. Handed out interleaved — the
-   * first of each queue, then the second of each... — as the one-script claim of Kombu's layout serves them.
-   */
-  async #claimEach(queues: readonly string[], max: number, noAck: boolean): Promise<RedisClaim[]> {
-    const taken = new Map<string, RedisClaim[]>(queues.map((queue) => [queue, []]));
-    let open = [...new Set(queues)];
-    let room = max;
-    let failure: unknown;
-    while (room > 0 && open.length > 0) {
-      const shares = open.map((_, index) => Math.floor(room / open.length) + (index < room % open.length ? 1 : 0));
-      const asked = open.filter((_, index) => (shares[index] as number) > 0);
-      const settled = await Promise.allSettled(asked.map((queue, index) => this.#claimScript([queue], shares[index] as number, noAck, undefined)));
-      const full: string[] = [];
-      settled.forEach((result, index) => {
-        const queue = asked[index] as string;
-        if (result.status === 'rejected') {
-          failure ??= result.reason;
-          return;
-        }
-        taken.get(queue)?.push(...result.value.claims);
-        room -= result.value.claims.length;
-        if (result.value.claims.length === shares[index]) full.push(queue);
-      });
-      open = full;
-    }
-    const claims = interleave([...taken.values()]);
-    // Claims already made are handed out (their records exist; dropped here they would wait for their leases to run
-    // out); the failure of another queue's call is reported only when nothing came of the whole claim.
-    if (claims.length === 0 && failure !== undefined) throw failure;
-    if (failure !== undefined) this.#reportError(failure);
-    return claims;
-  }
-
-  /**
-   * Waits on each queue's lists with a BRPOP of its own (a blocking command may name keys of one slot only); the
-   * first message ends the others' waits. Resolves to what was popped — usually one message, more when waits ended
-   * with a message of their own — or nothing when the time ran out or the wait was aborted.
-   */
-  async #waitAny(pool: BlockingWaiter, queues: readonly string[], blockMs: number, signal: AbortSignal | undefined): Promise<PoppedMessage[]> {
-    const unique = [...new Set(queues)];
-    const done = new AbortController();
-    const abort = (): void => done.abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    if (signal?.aborted) done.abort();
-    try {
-      const waits = unique.map(async (queue): Promise<PoppedMessage | undefined> => {
-        const keys = this.layout.queueKeys(queue);
-        const reply = await pool.brpop(keys, blockMs, done.signal);
-        if (!reply) return undefined;
-        done.abort();
-        const [key, raw] = reply;
-        return { queue, step: this.layout.parseListKey(key).step, key, raw };
-      });
-      const settled = await Promise.allSettled(waits);
-      const popped = settled.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
-      const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-      if (popped.length === 0 && failed) throw failed.reason;
-      return popped;
-    } finally {
-      signal?.removeEventListener('abort', abort);
-    }
-  }
-
-  /** Puts a popped message that was never recorded back at the head of its list, exactly as it was. */
-  async #putBack(popped: PoppedMessage): Promise<void> {
-    try {
-      await this.commands.rpush(popped.key, popped.raw);
-    } catch (error) {
-      this.#settings.warn(
-        `kq/redis: could not return a message popped from ${JSON.stringify(popped.key)}; its envelope follows so it can be ` +
-          `re-published by hand: ${popped.raw}`,
-      );
-      this.#reportError(error);
-    }
+    return this.#claimer.claim(queues, options);
   }
 
   /** Not async: one promise per ack (the batcher's), as a flood of short tasks acks at the rate it claims. */
   ack(claim: Claim): Promise<void> {
     const redisClaim = claim as RedisClaim;
-    if (redisClaim.token === '') return Promise.resolve();
+    if (redisClaim.noAck) return Promise.resolve();
     if (redisClaim.recording) {
       return redisClaim.recording.then((recorded) => {
         if (!recorded) throw this.#stale('ack', redisClaim);
@@ -611,19 +450,24 @@ export class RedisStore implements VirtualStore {
 
   async restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
     const redisClaim = claim as RedisClaim;
-    const { token, queue, step, raw, tag } = redisClaim;
+    const { queue, step, raw, tag } = redisClaim;
     const target = this.layout.listKey(queue, step);
     // A claim never handed to a consumer (read ahead, then cancelled) goes back exactly as it was.
     const envelope = options.redelivered === false ? raw : markRedelivered(raw);
-    if (token === '') {
+    if (redisClaim.noAck) {
       // A noAck claim lives only in this process (the consumer was cancelled before handing it out).
       await (position === 'head' ? this.commands.rpush(target, envelope) : this.commands.lpush(target, envelope));
       return;
     }
-    if (redisClaim.recording && !(await redisClaim.recording)) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
-    this.#leases.release(token);
-    const done = await RESTORE.run(this.commands, [...this.#claimKeys(queue), target, this.#requestKey(queue)], [tag, token, position, envelope]);
-    if (Number(done) !== 1) throw this.#stale(position === 'tail' ? 'requeue' : 'restore', redisClaim);
+    const action = position === 'tail' ? 'requeue' : 'restore';
+    if (redisClaim.recording && !(await redisClaim.recording)) throw this.#stale(action, redisClaim);
+    if (this.#leases.wasTaken(redisClaim)) throw this.#stale(action, redisClaim);
+    await this.#leases.renewing?.catch(() => undefined);
+    this.#leases.release(redisClaim);
+    const keys = [this.layout.scopedKey('unacked', queue), this.layout.scopedKey('unackedIndex', queue), target];
+    // 0: the tag is gone (a sweep already brought the message back, or this is ioredis re-sending it): nothing to do.
+    const done = await RESTORE.run(this.commands, keys, [tag, redisClaim.score, position, envelope]);
+    if (Number(done) === -1) throw this.#stale(action, redisClaim);
   }
 
   keepRejected(claim: Claim, reason: string): Promise<void> {
@@ -632,187 +476,22 @@ export class RedisStore implements VirtualStore {
 
   /** A claim is ours while its record is on its way, and after that while no heartbeat found its lease taken. */
   holds(claim: Claim): boolean {
-    const { token, recording } = claim as RedisClaim;
-    return token === '' || recording !== undefined || this.#leases.holds(token);
+    const redisClaim = claim as RedisClaim;
+    return redisClaim.noAck || redisClaim.recording !== undefined || this.#leases.holds(redisClaim);
   }
 
   // ——— internals ———
 
   #ackRecorded(claim: RedisClaim): Promise<void> {
+    // Taken back by a sweep, as a heartbeat found: the ack is not applied.
+    if (this.#leases.wasTaken(claim)) return Promise.reject(this.#stale('ack', claim));
+    claim.settling = true;
     return this.#acks.add(claim);
   }
 
-  /**
-   * A fresh request key: the script remembers its reply there in case ioredis re-sends it after a reconnect (in the
-   * cluster layout, in the slot of the queue the script works on).
-   */
-  #requestKey(queue: string): string {
-    const id = `${this.#settings.storeId}:${++this.#requestSeq}`;
-    return this.layout.cluster ? this.layout.requestKey(id, queue) : this.layout.requestKey(id);
-  }
-
-  /** The records a claim of `queue` is kept in: shared by every queue in Kombu's layout, the queue's own in the cluster's. */
-  #claimKeys(queue: string): string[] {
-    const { layout } = this;
-    return [layout.scopedKey('unacked', queue), layout.scopedKey('unackedIndex', queue), layout.scopedKey('leases', queue), layout.scopedKey('holders', queue)];
-  }
-
-  /** The lease scope of a claim of `queue` (see LeaseKeeper): the queue in the cluster layout, '' in Kombu's. */
-  #scope(queue: string): string {
-    return this.layout.cluster ? queue : '';
-  }
-
-  async #claimScript(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage | undefined): Promise<ClaimReply> {
-    const { layout } = this;
-    const tokenBase = `${this.#settings.storeId}:${++this.#claimSeq}`;
-    // One queue per call in the cluster layout (its records and lists share its slot); every queue at once otherwise.
-    const scope = queues[0] as string;
-    const args: Array<string | number> = [
-      layout.cluster ? `${layout.prefix}{` : layout.prefix,
-      layout.sep,
-      max,
-      noAck ? 1 : 0,
-      tokenBase,
-      this.#settings.leaseMs,
-      layout.steps.length,
-      ...layout.steps,
-      queues.length,
-      ...queues,
-    ];
-    if (popped) args.push(1, popped.queue, popped.step, popped.raw, popped.token ?? '');
-    else args.push(0);
-    // Waiting acks ride along (one call instead of two), except in the cluster layout, where they may be of any queue.
-    const acks = layout.cluster ? [] : this.#acks.take();
-    args.push(acks.length);
-    for (const ack of acks) args.push(ack.tag, ack.token);
-    args.push(layout.cluster ? '}' : '');
-    let reply: [string[], string[], number[]];
-    try {
-      reply = (await CLAIM.run(this.commands, [...this.#claimKeys(scope), layout.scopedKey('quarantine', scope), this.#requestKey(scope)], args)) as typeof reply;
-    } catch (error) {
-      this.#acks.failed(acks, error);
-      throw error;
-    }
-    const [taken, bad, acked] = reply;
-    acks.forEach((ack, index) => ack.settle(acked[index] === 1));
-    for (let at = 0; at < bad.length; at += 2) {
-      this.#quarantined++;
-      this.#settings.warn(
-        `kq/redis: moved an unreadable message from queue ${JSON.stringify(bad[at])} to ${layout.scopedKey('quarantine', scope)}: ${bad[at + 1]}`,
-      );
-    }
-    const claims: RedisClaim[] = [];
-    let poppedTag: string | undefined;
-    for (let at = 0; at < taken.length; at += 5) {
-      const queue = taken[at] as string;
-      const step = Number(taken[at + 1]);
-      const raw = taken[at + 2] as string;
-      const token = taken[at + 3] as string;
-      const tag = taken[at + 4] as string;
-      if (at === 0 && popped?.token !== undefined && token === popped.token) {
-        // Recorded under the token it was handed out with; the caller has the claim already.
-        poppedTag = tag;
-        continue;
-      }
-      let message: StoredMessage;
-      try {
-        message = decodeEnvelope(raw, { queue });
-      } catch (error) {
-        await this.#quarantineClaim(queue, step, raw, token, tag, error);
-        continue;
-      }
-      if (token !== '') this.#leases.hold(token, tag, this.#scope(queue));
-      claims.push({ queue, message, step, raw, token, tag });
-    }
-    return { claims, poppedTag };
-  }
-
-  /**
-   * A message BRPOP woke up with, handed out before its claim is recorded, so its handler starts a round trip
-   * sooner: the record (which also claims the rest of the batch) is sent first, then the message is decoded and
-   * handed out while the record is on its way. Crash safety is Kombu's: it too records a popped message only after
-   * the pop, and what has not reached Redis is lost with the process in both. Settles wait for the record, so an
-   * ack can never reach Redis before the claim it settles.
-   */
-  async #takePoppedEarly(
-    queues: readonly string[],
-    max: number,
-    popped: PoppedMessage,
-    onEarlyClaims: (claims: Claim[]) => void,
-  ): Promise<RedisClaim[]> {
-    // `.0` never collides with the tokens the script makes from a claim's token base (`.1`, `.2`, ...).
-    const token = `${this.#settings.storeId}:${++this.#claimSeq}.0`;
-    const recording = this.#recordPopped(queues, max, false, { ...popped, token });
-    let message: StoredMessage;
-    try {
-      message = decodeEnvelope(popped.raw, { queue: popped.queue });
-    } catch (error) {
-      // Unreadable: once recorded it is quarantined like any unreadable claim (the script quarantines what it cannot
-      // read itself).
-      const { claims, poppedTag } = await recording;
-      if (poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, token, poppedTag, error);
-      return claims;
-    }
-    const tag = message.deliveryTag;
-    const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, token, tag };
-    claim.recording = recording.then(
-      ({ poppedTag }) => {
-        claim.recording = undefined;
-        // A tag the script read differently would make every settle stale; the lease then brings the message back.
-        if (poppedTag !== tag) return false;
-        this.#leases.hold(token, tag, this.#scope(popped.queue));
-        return true;
-      },
-      () => {
-        claim.recording = undefined; // never held: `holds` says so
-        return false;
-      },
-    );
-    onEarlyClaims([claim]);
-    return (await recording).claims;
-  }
-
-  /**
-   * Records a message BRPOP popped (and claims more in the same call). Between the pop and this script the message
-   * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
-   * and if Redis stays unreachable the message is pushed back to the head of its list.
-   */
-  async #recordPopped(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage): Promise<ClaimReply> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
-      try {
-        return await this.#claimScript(queues, max, noAck, popped);
-      } catch (error) {
-        lastError = error;
-        if (this.#closed) break;
-        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
-      }
-    }
-    try {
-      await this.commands.rpush(popped.key, popped.raw);
-    } catch (error) {
-      this.#settings.warn(
-        `kq/redis: could not record or return a message popped from ${JSON.stringify(popped.key)}; its envelope follows so it can be ` +
-          `re-published by hand: ${popped.raw}`,
-      );
-      throw error;
-    }
-    throw lastError;
-  }
-
-  async #quarantineClaim(queue: string, step: number, raw: string, token: string, tag: string, error: unknown): Promise<void> {
-    const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
-    const key = this.layout.listKey(queue, step);
-    this.#quarantined++;
-    this.#settings.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(queue)} to ${this.layout.scopedKey('quarantine', queue)}: ${reason}`);
-    await QUARANTINE.run(
-      this.commands,
-      [...this.#claimKeys(queue), this.layout.scopedKey('quarantine', queue), this.#requestKey(queue)],
-      [tag, token, quarantineRecord({ queue, key, reason, raw })],
-    );
-  }
-
   async #sendAcks(acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
+    // A heartbeat under way re-scores these claims: their scores are read once it is done.
+    await this.#leases.renewing?.catch(() => undefined);
     if (this.layout.cluster) {
       // One script call per queue (each queue's records are in its own slot), all under way at once.
       await Promise.all([...groupBy(acks, (ack) => ack.target.queue)].map(([queue, group]) => this.#sendAcksOf(queue, group)));
@@ -823,29 +502,32 @@ export class RedisStore implements VirtualStore {
 
   async #sendAcksOf(queue: string, acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
     const args: string[] = [];
-    for (const ack of acks) args.push(ack.tag, ack.token);
-    const results = (await ACK.run(this.commands, [...this.#claimKeys(queue), this.#requestKey(queue)], args)) as number[];
-    acks.forEach((ack, index) => ack.settle(results[index] === 1));
+    for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+    const keys = [this.layout.scopedKey('unacked', queue), this.layout.scopedKey('unackedIndex', queue)];
+    const results = (await ACK.run(this.commands, keys, args)) as number[];
+    // 0 (gone already) is done too: an ack ioredis re-sent after a reconnect, or of a message a sweep took back.
+    acks.forEach((ack, index) => ack.settle(results[index] !== -1));
   }
 
-  #noteIdle(setKey: string, idle: boolean): void {
-    if (idle) {
-      if (this.#idleSets.size > 1000) this.#idleSets.clear();
-      this.#idleSets.set(setKey, true);
-    } else {
-      this.#idleSets.delete(setKey);
-    }
-  }
-
-  async #renew(pairs: ReadonlyArray<readonly [tag: string, token: string, scope: string]>): Promise<string[]> {
+  /** One heartbeat: re-scores the claims still ours, per scope (one in Kombu's layout, one per queue in the cluster's). */
+  async #renew(claims: readonly RedisClaim[]): Promise<RedisClaim[]> {
     const commands = this.#commands;
-    if (!commands || pairs.length === 0) return [];
-    // One scope ('') in Kombu's layout; one per queue in the cluster layout, renewed side by side.
+    if (!commands || claims.length === 0) return [];
+    const { leaseMs, visibilityTimeout } = this.#settings;
     const lost = await Promise.all(
-      [...groupBy(pairs, ([, , scope]) => scope)].map(async ([scope, group]) => {
-        const args: Array<string | number> = [this.#settings.leaseMs];
-        for (const [tag, token] of group) args.push(tag, token);
-        return (await RENEW.run(commands, this.#claimKeys(scope), args)) as string[];
+      [...groupBy(claims, (claim) => (this.layout.cluster ? claim.queue : ''))].map(async ([scope, group]) => {
+        const args: Array<string | number> = [leaseMs * 1000, Math.round(visibilityTimeout * 1_000_000)];
+        for (const claim of group) args.push(claim.tag, claim.score);
+        const keys = [this.layout.scopedKey('unacked', scope), this.layout.scopedKey('unackedIndex', scope)];
+        const [score, positions] = (await RENEW.run(commands, keys, args)) as [string, number[]];
+        const gone = new Set(positions);
+        const taken: RedisClaim[] = [];
+        group.forEach((claim, index) => {
+          if (!gone.has(index + 1)) claim.score = score;
+          // An ack on its way removed it: not taken from us.
+          else if (!claim.settling) taken.push(claim);
+        });
+        return taken;
       }),
     );
     return lost.flat();
@@ -897,18 +579,8 @@ export class RedisStore implements VirtualStore {
     }
     this.#sweeper = undefined;
     this.#everReady = false;
-    this.#idleSets.clear();
+    this.#claimer.reset();
   }
-}
-
-/** The first of each list, then the second of each, and so on. */
-function interleave<T>(lists: ReadonlyArray<readonly T[]>): T[] {
-  const out: T[] = [];
-  const longest = Math.max(0, ...lists.map((list) => list.length));
-  for (let at = 0; at < longest; at++) {
-    for (const list of lists) if (at < list.length) out.push(list[at] as T);
-  }
-  return out;
 }
 
 /** The scopes of Kombu's layout: one set of claim and delayed records for every queue. */

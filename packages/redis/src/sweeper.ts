@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { priorityStep } from '@kq/core';
 import type { RedisClient } from './connection-factory';
 import { envelopePriority, markRedelivered } from '@kq/core';
 import type { KeyLayout } from './key-layout';
-import { LEASE_RESTORE, LEASE_SCAN, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
+import { VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
 import { parseDocument, documentValue, member, writeDocument, type JsonNode } from '@kq/core';
 import { quarantineRecord } from './quarantine';
-
-/** Expired leases handled per script call. */
-const LEASE_BATCH = 200;
 
 export interface SweeperOptions {
   commands: RedisClient;
@@ -22,8 +18,6 @@ export interface SweeperOptions {
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
-  /** Kombu `unacked_mutex_expire`, seconds. */
-  mutexExpire: number;
   restoreLimit: number;
   /** Queues a delivery published to (exchange, routing key) goes back to (Kombu's `_lookup`). */
   route: (exchange: string, routingKey: string, headers: Record<string, unknown>) => Promise<string[]>;
@@ -32,19 +26,21 @@ export interface SweeperOptions {
 }
 
 export interface SweepCounts {
-  /** Deliveries restored because a kq lease ran out (the holder died or stalled). */
+  /** Deliveries the frequent sweeps (`sweepLeases`, every `leaseSweepIntervalMs`) restored. */
   leaseRestored: number;
-  /** Deliveries restored by Kombu's visibility-timeout rule (held by no kq consumer). */
+  /** Deliveries the start-up and slow sweeps (`sweepVisibility`, under Kombu's mutex) restored. */
   visibilityRestored: number;
 }
 
 /**
- * Brings back deliveries whose consumer is gone, under two rules:
- * - kq leases (fast): a delivery a kq consumer holds comes back once its lease ran out without a heartbeat;
- * - Kombu's visibility timeout (slow, for deliveries a Python worker took): older than `visibility_timeout`,
- *   under `unacked_mutex`, as Kombu's `restore_visible`.
- * Both restore to the head of the queue (RPUSH) with `redelivered` set, each delivery with a compare-and-set so a
- * delivery acked or renewed meanwhile is left alone. Runs in every consuming kq process; any one of them suffices.
+ * Brings back deliveries whose consumer is gone, by Kombu's one rule: an `unacked_index` score older than
+ * now - `visibility_timeout`. A kq claim's score is its lease deadline minus the visibility timeout (see
+ * lua/prelude.lua), so this is "the lease ran out" for deliveries kq holds and Kombu's `restore_visible` for those a
+ * Python worker took. Each goes back as Kombu restores it: routed again by its exchange and routing key, to the head
+ * of the queue (RPUSH) with `redelivered` set, with a compare-and-set on its score so a delivery acked or renewed
+ * meanwhile is left alone. The frequent sweep relies on that alone; the slow one also stands aside while another
+ * process holds Kombu's `unacked_mutex` (it never takes it: each restore is one atomic step, so there is nothing to
+ * guard, and a kq process killed between two calls cannot leave it held). Runs in every consuming kq process; any one of them suffices.
  */
 export class Sweeper {
   readonly #options: SweeperOptions;
@@ -79,84 +75,44 @@ export class Sweeper {
     this.#visibilityTimer = undefined;
   }
 
-  /** Restores every delivery whose kq lease ran out; resolves to how many. */
+  /** Restores every delivery whose lease ran out, without Kombu's mutex; resolves to how many. */
   sweepLeases(): Promise<number> {
-    this.#leaseRun ??= this.#sweepLeases().finally(() => {
+    this.#leaseRun ??= this.#sweep(false).finally(() => {
       this.#leaseRun = undefined;
     });
     return this.#leaseRun;
   }
 
-  async #sweepLeases(): Promise<number> {
-    let total = 0;
-    for (const scope of await this.#options.scopes()) total += await this.#sweepLeasesOf(scope);
-    return total;
-  }
-
-  async #sweepLeasesOf(scope: string): Promise<number> {
-    const { commands, layout } = this.#options;
-    const keys = [
-      layout.scopedKey('unacked', scope),
-      layout.scopedKey('unackedIndex', scope),
-      layout.scopedKey('leases', scope),
-      layout.scopedKey('holders', scope),
-    ];
-    let total = 0;
-    for (;;) {
-      const found = (await LEASE_SCAN.run(commands, keys, [LEASE_BATCH])) as string[];
-      if (found.length === 0) break;
-      const args: string[] = [layout.prefix];
-      for (let at = 0; at < found.length; at += 3) {
-        const tag = found[at] as string;
-        const holder = found[at + 1] as string;
-        const value = found[at + 2] as string;
-        const queue = holder.slice(holder.indexOf('\n', holder.indexOf('\n') + 1) + 1);
-        const envelope = unackedEnvelope(value);
-        const step = priorityStep(envelopePriority(envelope), layout.steps);
-        args.push(tag, holder, layout.listName(queue, step), markRedelivered(envelope));
-      }
-      const restored = Number(await LEASE_RESTORE.run(commands, keys, args));
-      total += restored;
-      this.counts.leaseRestored += restored;
-      if (found.length / 3 < LEASE_BATCH) break;
-    }
-    return total;
-  }
-
   /** Kombu's `restore_visible`; resolves to how many deliveries it restored (0 when another process holds the mutex). */
-  async sweepVisibility(): Promise<number> {
+  sweepVisibility(): Promise<number> {
+    return this.#sweep(true);
+  }
+
+  async #sweep(withMutex: boolean): Promise<number> {
     let total = 0;
-    for (const scope of await this.#options.scopes()) total += await this.#sweepVisibilityOf(scope);
+    for (const scope of await this.#options.scopes()) total += await this.#sweepOf(scope, withMutex);
+    if (withMutex) this.counts.visibilityRestored += total;
+    else this.counts.leaseRestored += total;
     return total;
   }
 
-  async #sweepVisibilityOf(scope: string): Promise<number> {
-    const { commands, layout, visibilityTimeout, mutexExpire, restoreLimit } = this.#options;
-    const token = randomUUID().replace(/-/g, '');
-    const scanKeys = [
-      layout.scopedKey('unacked', scope),
-      layout.scopedKey('unackedIndex', scope),
-      layout.scopedKey('holders', scope),
-      layout.scopedKey('unackedMutex', scope),
-    ];
-    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [
-      token,
-      Math.round(mutexExpire * 1000),
-      visibilityTimeout,
-      restoreLimit,
-    ])) as Array<string | null> | null;
+  async #sweepOf(scope: string, withMutex: boolean): Promise<number> {
+    const { commands, layout, visibilityTimeout, restoreLimit } = this.#options;
+    const mutex = withMutex ? 1 : 0;
+    const scanKeys = [layout.scopedKey('unacked', scope), layout.scopedKey('unackedIndex', scope), layout.scopedKey('unackedMutex', scope)];
+    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [mutex, Math.round(visibilityTimeout * 1_000_000), restoreLimit])) as Array<
+      string | null
+    > | null;
     if (found === null) return 0;
-    const args: Array<string | number> = [layout.prefix, token];
+    const args: Array<string | number> = [layout.prefix, mutex];
     for (let at = 0; at < found.length; at += 3) {
       const tag = found[at] as string;
       const score = found[at + 1] as string;
       const value = found[at + 2] ?? null;
       args.push(tag, score, ...(await this.#visibilityTargets(tag, value, scope)));
     }
-    // Always run the second half: it releases the mutex.
-    const restored = Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
-    this.counts.visibilityRestored += restored;
-    return restored;
+    if (found.length === 0) return 0;
+    return Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
   }
 
   /**
@@ -202,14 +158,3 @@ export class Sweeper {
   }
 }
 
-/** The envelope inside an `unacked` value `[envelope, exchange, routing_key]`, as written (kept exactly). */
-function unackedEnvelope(value: string): string {
-  try {
-    const document = parseDocument(value);
-    const first = document.kind === 'array' ? document.items[0] : undefined;
-    if (first) return writeDocument(first);
-  } catch {
-    // fall through: restore what is there rather than lose it
-  }
-  return value;
-}

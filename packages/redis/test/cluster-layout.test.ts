@@ -9,7 +9,7 @@ import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout, type QueueScopedName } from '.
 
 // No cluster needed here: the key → slot mapping, the cluster layout's keys, and how cluster mode is asked for.
 
-const SCOPED: readonly QueueScopedName[] = ['unacked', 'unackedIndex', 'unackedMutex', 'leases', 'holders', 'delayed', 'quarantine'];
+const SCOPED: readonly QueueScopedName[] = ['unacked', 'unackedIndex', 'unackedMutex', 'delayed', 'quarantine'];
 
 function layout(prefix = '', cluster = true, steps: readonly number[] = [0, 3, 6, 9]): KeyLayout {
   return new KeyLayout({ prefix, sep: KOMBU_SEP, steps, fanoutPrefix: '/0.', fanoutPatterns: true, names: DEFAULT_KEY_NAMES, cluster });
@@ -17,7 +17,7 @@ function layout(prefix = '', cluster = true, steps: readonly number[] = [0, 3, 6
 
 /** Every key a script working on `queue` touches in the cluster layout. */
 function scriptKeys(keys: KeyLayout, queue: string): string[] {
-  return [...keys.queueKeys(queue), ...SCOPED.map((name) => keys.scopedKey(name, queue)), keys.requestKey('store:1', queue)];
+  return [...keys.queueKeys(queue), ...SCOPED.map((name) => keys.scopedKey(name, queue))];
 }
 
 /** CRC16/XMODEM bit by bit, as the Redis Cluster specification states it: the reference for the table version. */
@@ -111,7 +111,6 @@ describe('the cluster layout', () => {
     expect(keys.listKey('celery', 3)).toBe(`p:celery${KOMBU_SEP}3`);
     expect(SCOPED.map((name) => keys.scopedKey(name, 'celery'))).toEqual(SCOPED.map((name) => `p:${DEFAULT_KEY_NAMES[name]}`));
     expect(keys.bindingKey('celery')).toBe('p:_kombu.binding.celery');
-    expect(keys.requestKey('s:1')).toBe('p:_kq.request.s:1');
   });
 
   it('refuses a prefix with braces, and queue names whose tag would be empty, saying what to do', () => {

@@ -43,7 +43,7 @@ describe.skipIf(!cluster)('redis cluster smoke', () => {
   }
 
   it('computes the slots the server computes', async () => {
-    const keys = ['celery', '{celery}', `${prefix}{celery}\x06\x163`, `${prefix}_kq.holders{celery}`, `${prefix}{kq}_kombu.binding.x`, 'ü{ß}'];
+    const keys = ['celery', '{celery}', `${prefix}{celery}\x06\x163`, `${prefix}unacked{celery}`, `${prefix}{kq}_kombu.binding.x`, 'ü{ß}'];
     for (const key of keys) expect(keySlot(key)).toBe(Number(await raw!.cluster('KEYSLOT', key)));
   });
 
@@ -69,7 +69,7 @@ describe.skipIf(!cluster)('redis cluster smoke', () => {
     for (let at = 0; at + 3 <= 27; at++) expect(new Set(order.slice(at, at + 3)).size, `queue order ${order}`).toBe(3);
     await consumer.cancel();
     // Each queue's records are its own, in its own slot; once the acks land, nothing is left held.
-    for (const queue of queues) await waitFor(async () => (await raw!.hlen(`${prefix}_kq.holders{${queue}}`)) === 0, 5000, `${queue} settled`);
+    for (const queue of queues) await waitFor(async () => (await raw!.hlen(`${prefix}unacked{${queue}}`)) === 0, 5000, `${queue} settled`);
   });
 
   it('brings back what a crashed consumer held, from the queue’s own records', async () => {
@@ -82,7 +82,7 @@ describe.skipIf(!cluster)('redis cluster smoke', () => {
     const held: Delivery[] = [];
     await (await doomed.createChannel()).consume({ queues: [queue as string], prefetch: 5, onMessage: (delivery) => void held.push(delivery) });
     await waitFor(() => held.length === 5, 5000, 'five held');
-    expect(await raw!.hlen(`${prefix}_kq.holders{${queue}}`)).toBe(5);
+    expect(await raw!.hlen(`${prefix}unacked{${queue}}`)).toBe(5);
     doomed.terminate();
     const back: Delivery[] = [];
     await channel.consume({

@@ -3,7 +3,6 @@ import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisTransport } from '../src/index';
-import { SKIPLIST_PIN } from '../src/lua-scripts';
 import { capture } from './helpers/monitor';
 import { cleanup, makeTransport, quietLogger, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
 
@@ -76,36 +75,76 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     expect(delivery).not.toBeNull();
     const tag = '01ef6a61-da5e-4d10-a16c-c46d3968d1ef';
     expect(await redis.hget(`${prefix}unacked`, tag)).toBe(capture('redis-5.2.6-basic.monitor.txt:87').args[2]);
+    // The score is the lease: its deadline (30 s by default) minus the visibility timeout (3600 s by default), which
+    // Kombu's restore_visible reads as "delivered 3570 s ago".
     const score = Number(await redis.zscore(`${prefix}unacked_index`, tag));
-    expect(Math.abs(score - Date.now() / 1000)).toBeLessThan(60);
-    expect(await redis.zscore(`${prefix}_kq.leases`, tag)).not.toBeNull();
+    expect(Math.abs(score - (Date.now() / 1000 + 30 - 3600))).toBeLessThan(60);
     expect(delivery!.headers).toMatchObject({ task: 'proj.add', argsrepr: '(2, 2)' });
     expect(delivery!.deliveryInfo).toMatchObject({ exchange: '', routingKey: 'celery', queue: 'celery', deliveryTag: tag, redelivered: false });
     await delivery!.ack();
     expect(await redis.hexists(`${prefix}unacked`, tag)).toBe(0);
     expect(await redis.zscore(`${prefix}unacked_index`, tag)).toBeNull();
-    expect(await redis.zscore(`${prefix}_kq.leases`, tag)).toBeNull();
-    expect(await redis.hexists(`${prefix}_kq.holders`, tag)).toBe(0);
   });
 
-  it('keeps unacked_index and leases skiplists while claims are held, out of every scan by time, and leaves no trace', async () => {
-    // As listpacks (up to 128 short members) every claim's ZADD scanned the whole set.
-    await channel.declareQueue(new Queue('pinned'));
-    for (const n of [1, 2, 3]) await channel.publish('', 'pinned', message(`m${n}`));
+  it('keeps no record of its own for what it holds: only Kombu’s unacked and unacked_index, one score per claim batch', async () => {
+    await channel.declareQueue(new Queue('own'));
+    for (const n of [1, 2, 3]) await channel.publish('', 'own', message(`m${n}`));
     const held: Delivery[] = [];
-    const consumer = await channel.consume({ queues: ['pinned'], prefetch: 10, onMessage: (delivery) => void held.push(delivery) });
+    const consumer = await channel.consume({ queues: ['own'], prefetch: 10, onMessage: (delivery) => void held.push(delivery) });
     await waitFor(() => held.length === 3);
-    for (const key of ['unacked_index', '_kq.leases']) {
-      expect(await redis.call('OBJECT', 'ENCODING', `${prefix}${key}`), key).toBe('skiplist');
-      expect(await redis.zscore(`${prefix}${key}`, SKIPLIST_PIN), key).toBe('inf');
-    }
+    const keys = (await redis.keys(`${prefix}*`)).map((key) => key.slice(prefix.length)).sort();
+    expect(keys).toEqual(['_kq.queues', 'unacked', 'unacked_index']);
+    // Taken in one claim call: one lease for the three.
+    const scores = await Promise.all(held.map((delivery) => redis.zscore(`${prefix}unacked_index`, delivery.deliveryInfo.deliveryTag)));
+    expect(new Set(scores).size).toBe(1);
+    for (const delivery of held) await delivery.ack();
+    await consumer.cancel();
+    expect(await redis.exists(`${prefix}unacked_index`, `${prefix}unacked`)).toBe(0);
+  });
+
+  it('keeps unacked_index a skiplist while a batch is held (a listpack insert scans the set), out of every scan by time, and leaves no trace', async () => {
+    await channel.declareQueue(new Queue('pinned'));
+    for (let n = 0; n < 20; n++) await channel.publish('', 'pinned', message(`m${n}`));
+    const held: Delivery[] = [];
+    const consumer = await channel.consume({ queues: ['pinned'], prefetch: 20, onMessage: (delivery) => void held.push(delivery) });
+    await waitFor(() => held.length === 20);
+    expect(await redis.call('OBJECT', 'ENCODING', `${prefix}unacked_index`)).toBe('skiplist');
     // Kombu's restore_visible asks for members older than now - visibility_timeout; even a ceiling far in the future
-    // finds only the three deliveries.
+    // finds only the deliveries.
     const visible = await redis.zrevrangebyscore(`${prefix}unacked_index`, Date.now() / 1000 + 1e9, 0);
     expect(visible.sort()).toEqual(held.map((delivery) => delivery.deliveryInfo.deliveryTag).sort());
     for (const delivery of held) await delivery.ack();
     await consumer.cancel();
-    expect(await redis.exists(`${prefix}unacked_index`, `${prefix}_kq.leases`)).toBe(0);
+    expect(await redis.exists(`${prefix}unacked_index`, `${prefix}unacked`)).toBe(0);
+    // One claim at a time keeps the small set as it is: nothing to pin.
+    await channel.publish('', 'pinned', message('one'));
+    const one = (await channel.get('pinned')) as Delivery;
+    expect(await redis.zcard(`${prefix}unacked_index`)).toBe(1);
+    await one.ack();
+  });
+
+  it('claims from one queue with one LMPOP over its priority lists: a run of the most urgent one, and one call to find them empty', async () => {
+    await channel.declareQueue(new Queue('lmpop'));
+    for (const priority of [6, 0, 0, 3]) await channel.publish('', 'lmpop', message(`p${priority}`, { properties: { priority } }));
+    const monitor = redis.duplicate();
+    const commands: string[] = [];
+    const monitored = await monitor.monitor();
+    // Other test files share the server: only commands naming this queue's lists count.
+    let seenMarker = false;
+    monitored.on('monitor', (_time: string, args: string[]) => {
+      if (args[1] === `${prefix}marker`) seenMarker = true;
+      if (args.some((arg) => String(arg).startsWith(`${prefix}lmpop`))) commands.push(String(args[0]).toLowerCase());
+    });
+    const claims = await transport.redisStore.claim(['lmpop'], { max: 10, blockMs: 0, noAck: false });
+    // The monitor's feed may lag behind the replies: wait until it shows a command sent after the claim.
+    await redis.echo(`${prefix}marker`);
+    await waitFor(() => seenMarker, 5000, 'the monitor to catch up');
+    monitored.disconnect();
+    expect(claims.map((claim) => claim.message.body.toString())).toEqual(['p0', 'p0', 'p3', 'p6']);
+    // One run per non-empty list, then one call that finds every list empty; no RPOP per list.
+    expect(commands.filter((name) => name === 'lmpop')).toHaveLength(4);
+    expect(commands.filter((name) => name === 'rpop')).toEqual([]);
+    for (const claim of claims) await transport.redisStore.ack(claim);
   });
 
   it('records exchange and routing key for any JSON layout, escaped as Python escapes them', async () => {

@@ -1,0 +1,1 @@
+return settle_many(KEYS[1], KEYS[2], ARGV)

@@ -1,0 +1,2 @@
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[4], ARGV[5]) end
+return 1
