@@ -114,7 +114,7 @@ async function main(): Promise<number> {
     return failed.length === 0 ? 0 : 1;
   }
 
-  process.stdout.write('\nTargets (issue #22):\n');
+  process.stdout.write('\nTargets (issues #22 and #35):\n');
   for (const check of checkTargets(outcomes)) {
     process.stdout.write(`  [${check.met === null ? ' ? ' : check.met ? 'met' : 'NOT'}] ${check.goal}: ${check.measured.replace(/\*\*/g, '')}\n`);
     if (check.why) process.stdout.write(`        why: ${check.why}\n`);
@@ -210,10 +210,15 @@ function describe(c: BenchCase): string {
 }
 
 function show(measurement: RunMeasurement): string {
-  if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms`;
   const micros = (value: number | null | undefined, what: string): string => (value === undefined || value === null ? '' : `${what} ${value.toFixed(1)} µs/task`);
+  // On PostgreSQL: what the server paid per task (per round trip in W3).
+  const postgres =
+    measurement.kind !== 'scale' && measurement.walBytesPerTask !== undefined
+      ? `; PostgreSQL ${measurement.brokerCpuUs?.toFixed(0) ?? '?'} µs CPU, ${measurement.walBytesPerTask.toFixed(0)} WAL bytes, ${measurement.commitsPerTask?.toFixed(2) ?? '?'} commits per task`
+      : '';
+  if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms${postgres}`;
   if (measurement.kind === 'memory') {
-    return `RSS ${measurement.idleMiB?.toFixed(0) ?? '—'} MiB idle, ${measurement.peakMiB?.toFixed(0) ?? '—'} MiB peak; ${micros(measurement.workerCpuUs, 'worker CPU')}`;
+    return `RSS ${measurement.idleMiB?.toFixed(0) ?? '—'} MiB idle, ${measurement.peakMiB?.toFixed(0) ?? '—'} MiB peak; ${micros(measurement.workerCpuUs, 'worker CPU')}${postgres}`;
   }
   const cpu = [micros(measurement.workerCpuUs, 'worker'), micros(measurement.brokerCpuUs, 'broker')].filter(Boolean);
   if (measurement.kind === 'scale') {
@@ -221,7 +226,7 @@ function show(measurement: RunMeasurement): string {
     return `${formatRate(measurement.perSecond)} tasks/s (CPU: ${cpu.join(', ')}${busy})`;
   }
   const rss = measurement.rssIdleMiB === undefined ? '' : `, RSS ${measurement.rssIdleMiB.toFixed(0)} / ${measurement.rssPeakMiB?.toFixed(0) ?? '—'} MiB idle / peak`;
-  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}${rss}`;
+  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}${rss}${postgres}`;
 }
 
 /** The command that reproduces this run, as typed at the repository root. */
