@@ -4,7 +4,8 @@
 //   pnpm bench                      full run → bench/RESULTS.md + bench/results.svg
 //   pnpm bench:smoke                every case once with N = 200: completeness only, never a time (CI)
 //   pnpm bench -- --help            flags (--only, --systems, --workloads, --n, --runs, ...)
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AmqpAdmin, PostgresAdmin, RedisAdmin } from './broker-admin';
 import { selectCases, WORKLOAD_TITLES, type BenchCase } from './cases';
@@ -25,6 +26,8 @@ import { compileRunners } from './compile-runners';
 import { execFile } from 'node:child_process';
 
 const RESULTS_FILE = 'RESULTS.md';
+/** Written by `pnpm bench:soak` (src/soak.ts); RESULTS.md shows it under PostgreSQL. */
+const SOAK_FILE = 'SOAK.md';
 const CHART_FILE = 'results.svg';
 const required = process.env['KQ_REQUIRE_BROKERS'] === '1';
 /** A case whose first run takes longer than this runs only once (the issue allows fewer runs for very slow systems). */
@@ -133,6 +136,7 @@ async function main(): Promise<number> {
       chartFile: CHART_FILE,
       kqBuilt: kqBuild().built,
       extras,
+      ...(existsSync(join(BENCH_DIR, SOAK_FILE)) ? { soak: await readFile(join(BENCH_DIR, SOAK_FILE), 'utf8') } : {}),
     });
     await writeFile(join(BENCH_DIR, RESULTS_FILE), markdown);
     await writeFile(join(BENCH_DIR, CHART_FILE), renderSvg(outcomes, `${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ${machine.date} · ${command}`));

@@ -94,7 +94,7 @@ describe('PostgreSQL targets and tables (issue #35)', () => {
     expect(wal?.why).toContain('graphile-worker, concurrency 100 80.0 µs of PostgreSQL CPU, 400 WAL bytes, 1/50 commits');
   });
 
-  it('adds WAL and commits per task to the PostgreSQL tables, and the server’s CPU per round trip to W3', () => {
+  it('adds WAL and commits per task to the PostgreSQL tables, the server’s CPU per round trip to W3, and the soak', () => {
     const markdown = renderMarkdown({
       outcomes,
       machine: {
@@ -107,11 +107,14 @@ describe('PostgreSQL targets and tables (issue #35)', () => {
       runs: 1,
       durationS: 60,
       chartFile: 'results.svg',
+      soak: '| completed | at s |\n|---:|---:|\n| 100,000 | 25 |\n',
     });
     expect(markdown).toContain('| PostgreSQL CPU µs/task | worker RSS MiB idle / peak | WAL bytes/task | commits/task |');
     expect(markdown).toMatch(/\| graphile-worker, concurrency 100 \| 5,000 \|.*\| 80\.0 \| — \| 400 \| 0\.02 \|/);
     expect(markdown).toContain('| PostgreSQL CPU µs/trip | WAL bytes/trip | commits/trip |');
     expect(markdown).toMatch(/\| \*\*kq \(PostgreSQL results\)\*\* \| 1\.80 \|.*\| 400 \| 1200 \| 5\.00 \|/);
+    // The last soak's table, under PostgreSQL, before the next section.
+    expect(markdown).toMatch(/### Soak — `pnpm bench:soak`[^\n]*\n\n\| completed \| at s \|\n\|---:\|---:\|\n\| 100,000 \| 25 \|\n\n## /);
   });
 });
 

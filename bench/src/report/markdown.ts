@@ -21,6 +21,8 @@ export interface ReportInput {
   kqBuilt?: boolean;
   /** Output of the standalone benchmarks (`--extras`). */
   extras?: readonly ExtraResult[];
+  /** The last `pnpm bench:soak`'s table (bench/SOAK.md), shown under PostgreSQL. */
+  soak?: string;
 }
 
 const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' };
@@ -68,6 +70,7 @@ export function renderMarkdown(input: ReportInput): string {
       out.push(`### ${WORKLOAD_TITLES[workload]} — ${workloadDescription(workload, input)}`, '');
       out.push(...tableFor(workload, rows), '');
     }
+    if (broker === 'postgres' && input.soak) out.push('### Soak — `pnpm bench:soak` (run on its own, not by `pnpm bench`)', '', input.soak.trim(), '');
   }
 
   const failed = outcomes.filter((o) => o.failures.length > 0);
