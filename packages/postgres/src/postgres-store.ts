@@ -84,6 +84,8 @@ export class PostgresStore implements VirtualStore {
   /** One connection, opened when a VACUUM runs and closed when idle: it never holds up claims or acks. */
   #vacuumPool: pg.Pool | undefined;
   #vacuuming: Promise<void> | undefined;
+  /** Queue name → id, for waking claims on their own queues' notifications only. */
+  readonly #queueIdCache = new Map<string, string>();
   /** Rows this store deleted since its last VACUUM. */
   #deletedSinceVacuum = 0;
   #renewTimer: NodeJS.Timeout | undefined;
@@ -261,6 +263,7 @@ export class PostgresStore implements VirtualStore {
 
   async deleteQueue(name: string): Promise<number> {
     const t = this.tables;
+    this.#queueIdCache.delete(name);
     // One statement: the foreign key (NO ACTION) is checked at its end, when the messages are gone too.
     const { rows } = await this.pool.query<{ ready: string }>(
       `WITH q AS (SELECT id FROM ${t.queue} WHERE name = $1),
@@ -328,14 +331,29 @@ export class PostgresStore implements VirtualStore {
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
     if (queues.length === 0 || options.signal?.aborted) return [];
     await this.#promoteIfDue();
-    const generation = this.#listener?.generation ?? 0;
+    const ids = options.blockMs > 0 && this.#listener ? await this.#queueIds(queues) : null;
+    const generation = this.#listener?.generation(ids) ?? 0;
     const claims = await this.#claimOnce(queues, options);
     if (claims.length > 0 || options.blockMs <= 0 || !this.#listener) return claims;
     const dueIn = this.#nextDueAt > 0 ? Math.max(0, this.#nextDueAt - Date.now()) : Infinity;
-    await this.#listener.waitForReady(Math.min(options.blockMs, dueIn), options.signal, generation);
+    await this.#listener.waitForReady(Math.min(options.blockMs, dueIn), options.signal, generation, ids);
     if (options.signal?.aborted) return [];
     await this.#promoteIfDue();
     return this.#claimOnce(queues, options);
+  }
+
+  /**
+   * The ids of these queues (what the ready trigger NOTIFYs), so a waiting claim wakes for them only; null while one
+   * does not exist yet (then any wake-up will do). A queue keeps its id until it is deleted.
+   */
+  async #queueIds(queues: readonly string[]): Promise<string[] | null> {
+    const missing = queues.filter((name) => !this.#queueIdCache.has(name));
+    if (missing.length > 0) {
+      const { rows } = await this.#claims().query<{ id: string; name: string }>(`SELECT id::text AS id, name FROM ${this.tables.queue} WHERE name = ANY($1::text[])`, [missing]);
+      for (const row of rows) this.#queueIdCache.set(row.name, row.id);
+    }
+    const ids = queues.map((name) => this.#queueIdCache.get(name));
+    return ids.every((id): id is string => id !== undefined) ? ids : null;
   }
 
   async #claimOnce(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
