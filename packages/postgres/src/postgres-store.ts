@@ -72,6 +72,12 @@ export class PostgresStore implements VirtualStore {
   readonly #options: ResolvedPostgresOptions;
   #pool: pg.Pool | undefined;
   #listener: ReadyListener | undefined;
+  /**
+   * The LISTEN connection, opened by the first claim that would wait: a process that only publishes holds none, and
+   * the server does not deliver it a notification per message it publishes (each one a transaction in the listening
+   * backend).
+   */
+  #listening: Promise<void> | undefined;
   #acks: AckBatcher | undefined;
   #inserts: InsertBatcher | undefined;
   /**
@@ -128,7 +134,6 @@ export class PostgresStore implements VirtualStore {
         },
         logger: this.#options.logger,
       });
-      await this.#listener.start();
       const warm = await Promise.all([
         ...Array.from({ length: Math.max(0, this.#options.poolSize - 1) }, () => pool.connect()),
         ...Array.from({ length: ACK_CONNECTIONS }, () => ackPool.connect()),
@@ -331,6 +336,7 @@ export class PostgresStore implements VirtualStore {
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
     if (queues.length === 0 || options.signal?.aborted) return [];
     await this.#promoteIfDue();
+    if (options.blockMs > 0) await this.#listen();
     const ids = options.blockMs > 0 && this.#listener ? await this.#queueIds(queues) : null;
     const generation = this.#listener?.generation(ids) ?? 0;
     const claims = await this.#claimOnce(queues, options);
@@ -340,6 +346,17 @@ export class PostgresStore implements VirtualStore {
     if (options.signal?.aborted) return [];
     await this.#promoteIfDue();
     return this.#claimOnce(queues, options);
+  }
+
+  #listen(): Promise<void> | undefined {
+    const listener = this.#listener;
+    if (!listener) return undefined;
+    this.#listening ??= listener.start().catch((error: unknown) => {
+      // Claims wait out their poll interval meanwhile; the next one tries again.
+      this.#listening = undefined;
+      this.#options.logger.warn(`kq postgres: could not LISTEN for new messages (${describe(error)}); polling until it can`);
+    });
+    return this.#listening;
   }
 
   /**
