@@ -4,8 +4,8 @@
 import { connect, type Channel, type ChannelModel } from 'amqplib';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { findProcesses, processTreeCpuUs } from './process-tree';
-import type { SystemId } from './systems';
+import { findProcesses, parentOf, processTreeCpuUs, serverCpuUs } from './process-tree';
+import { postgresUrlFor, type SystemId } from './systems';
 
 /** What a queue still holds: waiting messages, deliveries taken but not acked, and failed jobs. */
 export interface Leftover {
@@ -193,15 +193,29 @@ export class AmqpAdmin {
   }
 }
 
+/** What the server spent over a window, read before and after it: server CPU, WAL written, commits in the database. */
+export interface PostgresReading {
+  /** CPU of the whole server (postmaster, backends, their reaped children), µs; null when not on this machine. */
+  cpuUs: number | null;
+  /** The WAL insert position, bytes from 0/0. */
+  walBytes: number;
+  /** Transactions committed in the system's own database (`pg_stat_database.xact_commit`). */
+  commits: number;
+}
+
 /**
- * The benchmark's PostgreSQL database (created if missing, as Redis gets a database of its own): purges a case's
- * queue and counts what is left in Kombu's `kombu_message` table, visible (queued) or claimed (unacked).
+ * The benchmark's PostgreSQL databases: kq's (created if missing, as Redis gets a database of its own) and one per
+ * peer (pg-boss, graphile-worker: {@link postgresUrlFor}). Purges a case's queue, counts what is left — in Kombu's
+ * `kombu_message` table, pg-boss's `pgboss.job`, graphile-worker's jobs table — and reads what the server spent.
  */
 export class PostgresAdmin {
-  readonly #client: pg.Client;
+  readonly #base: string;
+  readonly #clients = new Map<SystemId, pg.Client>();
+  /** The postmaster's pid when the server runs on this machine (its CPU is read from /proc). */
+  #postmaster: number | null | undefined;
 
-  private constructor(client: pg.Client) {
-    this.#client = client;
+  private constructor(base: string) {
+    this.#base = base;
   }
 
   static async open(url: string): Promise<PostgresAdmin> {
@@ -209,57 +223,119 @@ export class PostgresAdmin {
     if (database === '' || database === 'postgres') {
       throw new Error(`The benchmark deletes rows in its PostgreSQL database; give it one of its own, e.g. --postgres-url postgresql://postgres@127.0.0.1:5432/kqbench (got ${url}).`);
     }
+    const admin = new PostgresAdmin(url);
+    await admin.#client('kq');
+    return admin;
+  }
+
+  async #client(system: SystemId): Promise<pg.Client> {
+    const known = this.#clients.get(system);
+    if (known) return known;
+    const url = postgresUrlFor(this.#base, system);
+    let client: pg.Client;
     try {
-      return await PostgresAdmin.#connect(url);
+      client = await connectTo(url);
     } catch (error) {
       if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: no such database
       const server = new URL(url);
+      const database = decodeURIComponent(server.pathname.replace(/^\//, ''));
       server.pathname = '/postgres';
-      const admin = new pg.Client({ connectionString: server.toString() });
-      await admin.connect();
+      const admin = await connectTo(server.toString());
       try {
         await admin.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
       } finally {
         await admin.end();
       }
-      return PostgresAdmin.#connect(url);
+      client = await connectTo(url);
     }
-  }
-
-  static async #connect(url: string): Promise<PostgresAdmin> {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-    client.on('error', () => undefined); // surfaced by the queries that fail
-    await client.connect();
-    return new PostgresAdmin(client);
+    this.#clients.set(system, client);
+    return client;
   }
 
   async version(): Promise<string> {
-    const { rows } = await this.#client.query<{ server_version: string }>('SHOW server_version');
+    const { rows } = await (await this.#client('kq')).query<{ server_version: string }>('SHOW server_version');
     return rows[0]?.server_version ?? 'unknown';
   }
 
-  /** Deletes the case's messages (the tables are made by kq on first use; none yet is fine). */
-  async purge(queue: string): Promise<void> {
-    if (!(await this.#tablesExist())) return;
-    await this.#client.query('DELETE FROM kombu_message WHERE queue_id IN (SELECT id FROM kombu_queue WHERE name = $1)', [queue]);
+  /** Deletes the case's jobs or messages (each system makes its tables on first use; none yet is fine). */
+  async purge(system: SystemId, queue: string): Promise<void> {
+    const client = await this.#client(system);
+    const table = JOB_TABLES[system] ?? 'kombu_message';
+    if (!(await tableExists(client, table))) return;
+    if (system === 'pg-boss') await client.query('DELETE FROM pgboss.job WHERE name = $1', [queue]);
+    else if (system === 'graphile-worker') await client.query('DELETE FROM graphile_worker._private_jobs');
+    else await client.query('DELETE FROM kombu_message WHERE queue_id IN (SELECT id FROM kombu_queue WHERE name = $1)', [queue]);
   }
 
-  async leftover(queue: string): Promise<Leftover> {
-    if (!(await this.#tablesExist())) return { queued: 0, unacked: 0, failed: 0 };
-    const { rows } = await this.#client.query<{ queued: string; unacked: string }>(
-      `SELECT count(*) FILTER (WHERE m.visible) AS queued, count(*) FILTER (WHERE NOT m.visible) AS unacked
-         FROM kombu_message m JOIN kombu_queue q ON q.id = m.queue_id WHERE q.name = $1`,
+  async leftover(system: SystemId, queue: string): Promise<Leftover> {
+    const client = await this.#client(system);
+    const table = JOB_TABLES[system] ?? 'kombu_message';
+    if (!(await tableExists(client, table))) return { queued: 0, unacked: 0, failed: 0 };
+    const { rows } = await client.query<{ queued: string; unacked: string; failed: string }>(
+      system === 'pg-boss'
+        ? `SELECT count(*) FILTER (WHERE state IN ('created', 'retry')) AS queued, count(*) FILTER (WHERE state = 'active') AS unacked,
+                  count(*) FILTER (WHERE state = 'failed') AS failed FROM pgboss.job WHERE name = $1`
+        : system === 'graphile-worker'
+          ? // One database per peer and one case at a time: every job in it is the case's. A job that failed waits
+            // for its retry with last_error set.
+            `SELECT count(*) FILTER (WHERE locked_at IS NULL AND last_error IS NULL) AS queued, count(*) FILTER (WHERE locked_at IS NOT NULL) AS unacked,
+                    count(*) FILTER (WHERE locked_at IS NULL AND last_error IS NOT NULL) AS failed FROM graphile_worker._private_jobs WHERE $1::text IS NOT NULL`
+          : `SELECT count(*) FILTER (WHERE m.visible) AS queued, count(*) FILTER (WHERE NOT m.visible) AS unacked, 0 AS failed
+               FROM kombu_message m JOIN kombu_queue q ON q.id = m.queue_id WHERE q.name = $1`,
       [queue],
     );
-    return { queued: Number(rows[0]?.queued ?? 0), unacked: Number(rows[0]?.unacked ?? 0), failed: 0 };
+    return { queued: Number(rows[0]?.queued ?? 0), unacked: Number(rows[0]?.unacked ?? 0), failed: Number(rows[0]?.failed ?? 0) };
+  }
+
+  /**
+   * The server's CPU, its WAL position and the commits in `system`'s database, now. Commit counts reach
+   * pg_stat_database when a backend flushes its statistics (at most once a second, and when it ends), so the
+   * reading that closes a window is taken after {@link settleStats}.
+   */
+  async read(system: SystemId): Promise<PostgresReading> {
+    const client = await this.#client(system);
+    await client.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await client.query<{ wal: string; commits: string; backend: number }>(
+      `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS wal, pg_backend_pid() AS backend,
+              (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits`,
+    );
+    const row = rows[0];
+    if (this.#postmaster === undefined) this.#postmaster = row ? onThisMachine(this.#base, row.backend) : null;
+    return {
+      cpuUs: this.#postmaster === null ? null : serverCpuUs(this.#postmaster),
+      walBytes: Number(row?.wal ?? 0),
+      commits: Number(row?.commits ?? 0),
+    };
   }
 
   async close(): Promise<void> {
-    await this.#client.end().catch(() => undefined);
+    await Promise.all([...this.#clients.values()].map((client) => client.end().catch(() => undefined)));
+    this.#clients.clear();
   }
+}
 
-  async #tablesExist(): Promise<boolean> {
-    const { rows } = await this.#client.query<{ exists: boolean }>("SELECT to_regclass('kombu_message') IS NOT NULL AS exists");
-    return rows[0]?.exists === true;
-  }
+/** Where each PostgreSQL peer keeps its jobs (kq: Kombu's `kombu_message`). */
+const JOB_TABLES: Partial<Record<SystemId, string>> = { 'pg-boss': 'pgboss.job', 'graphile-worker': 'graphile_worker._private_jobs' };
+
+/** How long the backends' statistics take to reach pg_stat_database (PostgreSQL flushes them at most once a second). */
+export const POSTGRES_STATS_SETTLE_MS = 1100;
+
+async function connectTo(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined); // surfaced by the queries that fail
+  await client.connect();
+  return client;
+}
+
+async function tableExists(client: pg.Client, table: string): Promise<boolean> {
+  const { rows } = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [table]);
+  return rows[0]?.exists === true;
+}
+
+/** The postmaster of a backend that runs on this machine (the server's CPU is then read from /proc), or null. */
+function onThisMachine(url: string, backend: number): number | null {
+  const host = new URL(url).hostname;
+  if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1' && host !== '') return null;
+  const postmaster = parentOf(backend);
+  return postmaster !== null && postmaster > 1 ? postmaster : null;
 }

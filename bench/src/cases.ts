@@ -177,11 +177,23 @@ export function allCases(): BenchCase[] {
     make('amqp', 'W3', 'kq', { label: 'kq (rpc:// results)' }),
     make('amqp', 'W3', 'celery-node', { label: 'celery.node (polls every 5 ms)' }),
     make('amqp', 'W3', 'raw-amqplib', { label: 'raw amqplib, reply queue' }),
-    // PostgreSQL: kq only (no peer queue speaks Kombu's SQLAlchemy tables from Node); next to Redis and RabbitMQ.
-    ...enqueueCases('postgres', ['kq'], { kq: `sendTasks(${BATCH})` }),
-    make('postgres', 'W2', 'kq', { suffix: 'c1', label: 'kq, concurrency 1', concurrency: 1 }),
-    make('postgres', 'W2', 'kq', { suffix: 'c100', label: 'kq, concurrency 100', concurrency: 100 }),
+    // PostgreSQL: kq (Kombu's SQLAlchemy tables) next to the Node queues built on PostgreSQL alone, each in a database
+    // of its own on the same server.
+    ...enqueueCases('postgres', ['kq', 'pg-boss', 'graphile-worker'], {
+      kq: `sendTasks(${BATCH})`,
+      'pg-boss': `insert(${BATCH})`,
+      'graphile-worker': `addJobs(${BATCH})`,
+    }),
+    ...(['kq', 'pg-boss', 'graphile-worker'] as const).flatMap((system) => [
+      make('postgres', 'W2', system, { suffix: 'c1', label: `${SYSTEM_NAMES[system]}, concurrency 1`, concurrency: 1 }),
+      make('postgres', 'W2', system, { suffix: 'c100', label: `${SYSTEM_NAMES[system]}, concurrency 100`, concurrency: 100 }),
+    ]),
     make('postgres', 'W3', 'kq', { label: 'kq (PostgreSQL results)' }),
+    make('postgres', 'W3', 'pg-boss', { label: 'pg-boss (result NOTIFYed by the handler)' }),
+    make('postgres', 'W3', 'graphile-worker', { label: 'graphile-worker (result NOTIFYed by the task)' }),
+    ...(['kq', 'pg-boss', 'graphile-worker'] as const).map((system) =>
+      make('postgres', 'W5', system, { suffix: 'c100', label: `${SYSTEM_NAMES[system]}, concurrency 100`, concurrency: 100 }),
+    ),
   ];
 }
 

@@ -4,7 +4,8 @@
 //   pnpm bench                      full run → bench/RESULTS.md + bench/results.svg
 //   pnpm bench:smoke                every case once with N = 200: completeness only, never a time (CI)
 //   pnpm bench -- --help            flags (--only, --systems, --workloads, --n, --runs, ...)
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AmqpAdmin, PostgresAdmin, RedisAdmin } from './broker-admin';
 import { selectCases, WORKLOAD_TITLES, type BenchCase } from './cases';
@@ -25,6 +26,8 @@ import { compileRunners } from './compile-runners';
 import { execFile } from 'node:child_process';
 
 const RESULTS_FILE = 'RESULTS.md';
+/** Written by `pnpm bench:soak` (src/soak.ts); RESULTS.md shows it under PostgreSQL. */
+const SOAK_FILE = 'SOAK.md';
 const CHART_FILE = 'results.svg';
 const required = process.env['KQ_REQUIRE_BROKERS'] === '1';
 /** A case whose first run takes longer than this runs only once (the issue allows fewer runs for very slow systems). */
@@ -114,7 +117,7 @@ async function main(): Promise<number> {
     return failed.length === 0 ? 0 : 1;
   }
 
-  process.stdout.write('\nTargets (issue #22):\n');
+  process.stdout.write('\nTargets (issues #22 and #35):\n');
   for (const check of checkTargets(outcomes)) {
     process.stdout.write(`  [${check.met === null ? ' ? ' : check.met ? 'met' : 'NOT'}] ${check.goal}: ${check.measured.replace(/\*\*/g, '')}\n`);
     if (check.why) process.stdout.write(`        why: ${check.why}\n`);
@@ -133,6 +136,7 @@ async function main(): Promise<number> {
       chartFile: CHART_FILE,
       kqBuilt: kqBuild().built,
       extras,
+      ...(existsSync(join(BENCH_DIR, SOAK_FILE)) ? { soak: await readFile(join(BENCH_DIR, SOAK_FILE), 'utf8') } : {}),
     });
     await writeFile(join(BENCH_DIR, RESULTS_FILE), markdown);
     await writeFile(join(BENCH_DIR, CHART_FILE), renderSvg(outcomes, `${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ${machine.date} · ${command}`));
@@ -210,10 +214,15 @@ function describe(c: BenchCase): string {
 }
 
 function show(measurement: RunMeasurement): string {
-  if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms`;
   const micros = (value: number | null | undefined, what: string): string => (value === undefined || value === null ? '' : `${what} ${value.toFixed(1)} µs/task`);
+  // On PostgreSQL: what the server paid per task (per round trip in W3).
+  const postgres =
+    measurement.kind !== 'scale' && measurement.walBytesPerTask !== undefined
+      ? `; PostgreSQL ${measurement.brokerCpuUs?.toFixed(0) ?? '?'} µs CPU, ${measurement.walBytesPerTask.toFixed(0)} WAL bytes, ${measurement.commitsPerTask?.toFixed(2) ?? '?'} commits per task`
+      : '';
+  if (measurement.kind === 'latency') return `p50 ${formatMs(measurement.p50)} ms, p99 ${formatMs(measurement.p99)} ms${postgres}`;
   if (measurement.kind === 'memory') {
-    return `RSS ${measurement.idleMiB?.toFixed(0) ?? '—'} MiB idle, ${measurement.peakMiB?.toFixed(0) ?? '—'} MiB peak; ${micros(measurement.workerCpuUs, 'worker CPU')}`;
+    return `RSS ${measurement.idleMiB?.toFixed(0) ?? '—'} MiB idle, ${measurement.peakMiB?.toFixed(0) ?? '—'} MiB peak; ${micros(measurement.workerCpuUs, 'worker CPU')}${postgres}`;
   }
   const cpu = [micros(measurement.workerCpuUs, 'worker'), micros(measurement.brokerCpuUs, 'broker')].filter(Boolean);
   if (measurement.kind === 'scale') {
@@ -221,7 +230,7 @@ function show(measurement: RunMeasurement): string {
     return `${formatRate(measurement.perSecond)} tasks/s (CPU: ${cpu.join(', ')}${busy})`;
   }
   const rss = measurement.rssIdleMiB === undefined ? '' : `, RSS ${measurement.rssIdleMiB.toFixed(0)} / ${measurement.rssPeakMiB?.toFixed(0) ?? '—'} MiB idle / peak`;
-  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}${rss}`;
+  return `${formatRate(measurement.perSecond)} tasks/s${cpu.length > 0 ? ` (CPU: ${cpu.join(', ')})` : ''}${rss}${postgres}`;
 }
 
 /** The command that reproduces this run, as typed at the repository root. */

@@ -28,10 +28,20 @@ export type CaseFigures =
       bytesPerTask: Summary | null;
       /** Redis's calls and µs per task by command, medians over the runs. */
       redisCommands: Record<string, { calls: number; usec: number }> | null;
-    }
-  | { kind: 'latency'; p50: Summary; p99: Summary; redisCommands: Record<string, { calls: number; usec: number }> | null }
+    } & PostgresFigures
+  | ({ kind: 'latency'; p50: Summary; p99: Summary; redisCommands: Record<string, { calls: number; usec: number }> | null; brokerCpuUs: Summary | null } & PostgresFigures)
   | { kind: 'scale'; rate: Summary; workerCpuUs: Summary | null; brokerCpuUs: Summary | null; redisBusy: Summary | null }
-  | { kind: 'memory'; idleMiB: Summary | null; peakMiB: Summary | null; workerCpuUs: Summary | null };
+  | ({ kind: 'memory'; idleMiB: Summary | null; peakMiB: Summary | null; workerCpuUs: Summary | null; brokerCpuUs: Summary | null } & PostgresFigures);
+
+/** On PostgreSQL: WAL bytes and commits per task (per round trip in W3), over the runs. */
+export interface PostgresFigures {
+  walBytesPerTask: Summary | null;
+  commitsPerTask: Summary | null;
+}
+
+function postgresFigures(runs: ReadonlyArray<{ walBytesPerTask?: number; commitsPerTask?: number }>): PostgresFigures {
+  return { walBytesPerTask: summarizeSome(runs.map((run) => run.walBytesPerTask)), commitsPerTask: summarizeSome(runs.map((run) => run.commitsPerTask)) };
+}
 
 /** The median and range of the values runs have (null when none has it). */
 function summarizeSome(values: ReadonlyArray<number | null | undefined>): Summary | null {
@@ -58,6 +68,8 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
       idleMiB: summarizeSome(memory.map((run) => run.idleMiB)),
       peakMiB: summarizeSome(memory.map((run) => run.peakMiB)),
       workerCpuUs: summarizeSome(memory.map((run) => run.workerCpuUs)),
+      brokerCpuUs: summarizeSome(memory.map((run) => run.brokerCpuUs)),
+      ...postgresFigures(memory),
     };
   }
   const rates: number[] = [];
@@ -90,10 +102,18 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
       brokerCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
       rssIdleMiB: rssIdle.length > 0 ? summarize(rssIdle) : null,
       rssPeakMiB: rssPeak.length > 0 ? summarize(rssPeak) : null,
+      ...postgresFigures(rateRuns),
     };
   }
   const latencyRuns = outcome.runs.filter((run) => run.kind === 'latency');
-  return { kind: 'latency', p50: summarize(p50s), p99: summarize(p99s), redisCommands: medianCommands(latencyRuns.map((run) => run.redisCommands)) };
+  return {
+    kind: 'latency',
+    p50: summarize(p50s),
+    p99: summarize(p99s),
+    redisCommands: medianCommands(latencyRuns.map((run) => run.redisCommands)),
+    brokerCpuUs: summarizeSome(latencyRuns.map((run) => run.brokerCpuUs)),
+    ...postgresFigures(latencyRuns),
+  };
 }
 
 function medianCommands(

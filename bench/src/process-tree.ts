@@ -98,6 +98,32 @@ export function processTreeCpuUs(root: number | undefined): number | null {
   return (ticks / CLOCK_TICKS_PER_SECOND) * 1e6;
 }
 
+/**
+ * CPU a server has used, µs: its process and live children, plus the children it has already reaped (the root's
+ * cutime and cstime) — PostgreSQL's backends end with their connections, and their CPU must still count.
+ */
+export function serverCpuUs(root: number): number | null {
+  const live = processTreeCpuUs(root);
+  if (live === null) return null;
+  try {
+    const stat = readFileSync(`/proc/${root}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return live + ((Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS_PER_SECOND) * 1e6;
+  } catch {
+    return null;
+  }
+}
+
+/** The parent of a process (/proc), or null. */
+export function parentOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
 /** Resident memory of a process and its descendants, bytes. */
 export function processTreeRssBytes(root: number | undefined): number | null {
   const tree = root === undefined ? null : processTree(root);

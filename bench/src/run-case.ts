@@ -1,13 +1,13 @@
 // One run of one case: clean broker state, the runner processes the workload needs, the measurement, and the
 // completeness checks (nothing lost, nothing left unacked) — all read back from the broker.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AmqpAdmin, Leftover, PostgresAdmin, RedisAdmin } from './broker-admin';
+import { POSTGRES_STATS_SETTLE_MS, type AmqpAdmin, type Leftover, type PostgresAdmin, type PostgresReading, type RedisAdmin } from './broker-admin';
 import { LOAD_RATE, queueName, type BenchCase } from './cases';
 import { READY_LINE, STARTING_PREFIX, celeryNodeTaskId, type DrainResult, type Role, type RunnerResult, type RunnerSpec } from './protocol';
 import { RunnerProcess } from './runner-process';
 import { processTreeCpuUs, processTreeRssBytes, sampleRssPeak } from './process-tree';
 import { percentile } from './stats';
-import { runnerCommand } from './systems';
+import { postgresUrlFor, runnerCommand } from './systems';
 
 export interface RunSettings {
   /** Tasks per W1/W2 run. */
@@ -42,14 +42,14 @@ export type RunMeasurement =
       bytesPerTask?: number;
       /** W1, W2 on Redis: Redis's calls and µs per task, command by command. */
       redisCommands?: Record<string, { calls: number; usec: number }>;
-    }
+    } & PostgresCosts
   | {
       kind: 'latency';
       p50: number;
       p99: number;
       /** On Redis: Redis's calls and µs per round trip, command by command (the serving worker's idle polls included). */
       redisCommands?: Record<string, { calls: number; usec: number }>;
-    }
+    } & PostgresCosts
   | {
       /** W4: tasks/s of all processes together, their CPU and Redis's per task, and how busy Redis was. */
       kind: 'scale';
@@ -66,7 +66,18 @@ export type RunMeasurement =
       peakMiB: number | null;
       /** Worker CPU per task over the drain (from /proc, for every system alike), µs. */
       workerCpuUs: number | null;
-    };
+    } & PostgresCosts;
+
+/**
+ * On PostgreSQL, what the database owner pays per task (per round trip in W3) over the measured window: the
+ * server's CPU (`brokerCpuUs`), the WAL it wrote, and the transactions committed in the system's database — the
+ * whole server's CPU and WAL (the shared machine's other users included), the commits of that database alone.
+ */
+export interface PostgresCosts {
+  brokerCpuUs?: number;
+  walBytesPerTask?: number;
+  commitsPerTask?: number;
+}
 
 /** A failed completeness check or a runner that misbehaved: the message says what and where. */
 export class RunFailure extends Error {
@@ -109,8 +120,10 @@ async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promi
   await redis?.resetStats();
   const rabbit = c.broker === 'amqp' ? settings.amqp : null;
   const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
+  const postgres = await postgresWindow(c, settings);
   const result = expect(await start('enqueue', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
   const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
+  const postgresCosts = (await postgres?.(settings.n)) ?? {};
   const commands = redis ? perTask(await redis.commandStats(), settings.n) : null;
   const brokerUs = redis
     ? Object.values(commands ?? {}).reduce((sum, stat) => sum + stat.usec, 0)
@@ -126,6 +139,7 @@ async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promi
     ...(brokerUs === null ? {} : { brokerCpuUs: brokerUs }),
     ...(bytes === null ? {} : { bytesPerTask: bytes }),
     ...(commands === null ? {} : { redisCommands: commands }),
+    ...postgresCosts,
   };
 }
 
@@ -144,6 +158,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
   const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
   let result: DrainResult;
   let memory: { idle: number | null; peak: number | null };
+  const postgres = await postgresWindow(c, settings);
   if (early) {
     const idle = processTreeRssBytes(early.pid);
     const peak = sampleRssPeak(early.pid);
@@ -158,6 +173,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     await worker.stop();
   }
   const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
+  const postgresCosts = (await postgres?.(settings.n)) ?? {};
   const redisUsec = redis ? await redis.commandUsec() : rabbitAtStart !== null && rabbitAtEnd !== null ? rabbitAtEnd - rabbitAtStart : null;
   const commands = redis ? perTask(await redis.commandStats(), settings.n) : null;
 
@@ -179,6 +195,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     ...(memory.idle === null ? {} : { rssIdleMiB: memory.idle / MIB }),
     ...(memory.peak === null ? {} : { rssPeakMiB: memory.peak / MIB }),
     ...(commands === null ? {} : { redisCommands: commands }),
+    ...postgresCosts,
   };
 }
 
@@ -298,6 +315,7 @@ async function memory(c: BenchCase, settings: RunSettings, start: Start): Promis
   const idle = processTreeRssBytes(worker.pid);
   const cpuAtStart = processTreeCpuUs(worker.pid);
   const peak = sampleRssPeak(worker.pid);
+  const postgres = await postgresWindow(c, settings);
   try {
     const fill = expect(await start('fill', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
     if (fill.published !== settings.n) throw new RunFailure(`${c.label}: the producer published ${fill.published} of ${settings.n} tasks.`);
@@ -306,6 +324,7 @@ async function memory(c: BenchCase, settings: RunSettings, start: Start): Promis
     peak.stop();
   }
   const cpuAtEnd = processTreeCpuUs(worker.pid);
+  const postgresCosts = (await postgres?.(settings.n)) ?? {};
   const left = await leftover(c, settings);
   if (left.failed !== 0) throw new RunFailure(`${c.label}: after the drain the broker still holds ${describeLeftover(left)}.`);
   const peakBytes = peak.stop();
@@ -314,6 +333,7 @@ async function memory(c: BenchCase, settings: RunSettings, start: Start): Promis
     idleMiB: idle === null ? null : idle / MIB,
     peakMiB: peakBytes === null ? null : peakBytes / MIB,
     workerCpuUs: cpuAtStart !== null && cpuAtEnd !== null ? (cpuAtEnd - cpuAtStart) / settings.n : null,
+    ...postgresCosts,
   };
 }
 
@@ -348,18 +368,26 @@ async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Pro
   }
   const redis = c.broker === 'redis' && c.workload === 'W3' ? settings.redis : null;
   await redis?.resetStats();
+  const postgres = c.workload === 'W3' ? await postgresWindow(c, settings) : null;
   producer.go();
   const result = expect(await producer.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'roundtrip', c);
+  const postgresCosts = (await postgres?.(settings.roundTrips)) ?? {};
   if (result.latenciesMs.length !== settings.roundTrips) {
     throw new RunFailure(`${c.label}: ${result.latenciesMs.length} of ${settings.roundTrips} round trips completed.`);
   }
   if (result.wrong !== 0) throw new RunFailure(`${c.label}: ${result.wrong} round trips returned the wrong result.`);
   const commands = redis ? perTask(await redis.commandStats(), settings.roundTrips) : null;
-  return { kind: 'latency', p50: percentile(result.latenciesMs, 50), p99: percentile(result.latenciesMs, 99), ...(commands === null ? {} : { redisCommands: commands }) };
+  return {
+    kind: 'latency',
+    p50: percentile(result.latenciesMs, 50),
+    p99: percentile(result.latenciesMs, 99),
+    ...(commands === null ? {} : { redisCommands: commands }),
+    ...postgresCosts,
+  };
 }
 
 function specFor(c: BenchCase, role: Role, n: number, settings: RunSettings): RunnerSpec {
-  const url = settings.urls[c.broker];
+  const url = c.broker === 'postgres' ? postgresUrlFor(settings.urls.postgres, c.system) : settings.urls[c.broker];
   return {
     role,
     broker: c.broker,
@@ -386,11 +414,37 @@ function backendFor(c: BenchCase, role: Role, settings: RunSettings): string | n
   // W5's worker drains like W2's (no results); W6's load is fire-and-forget.
   if (c.workload === 'W5' || role === 'load') return null;
   if (role === 'serve' || role === 'roundtrip') {
-    if (c.broker === 'redis' || c.broker === 'postgres') return settings.urls[c.broker];
+    if (c.broker === 'redis') return settings.urls.redis;
+    if (c.broker === 'postgres') return postgresUrlFor(settings.urls.postgres, c.system);
     return c.system === 'kq' ? 'rpc://' : settings.urls.amqp;
   }
   if (role === 'drain' && c.system === 'celery-node') return settings.urls.redis;
   return null;
+}
+
+/**
+ * On PostgreSQL, opens a measured window: the returned function closes it and gives the costs per task over `tasks`.
+ * Server CPU and WAL are read at once; the commit count once the backends' statistics have reached the server.
+ */
+async function postgresWindow(c: BenchCase, settings: RunSettings): Promise<((tasks: number) => Promise<PostgresCosts>) | null> {
+  const admin = c.broker === 'postgres' ? settings.postgres : null;
+  if (!admin) return null;
+  const before = await admin.read(c.system);
+  return async (tasks) => {
+    const after = await admin.read(c.system);
+    await sleep(POSTGRES_STATS_SETTLE_MS);
+    const settled = await admin.read(c.system);
+    return postgresCosts(before, { ...after, commits: settled.commits }, tasks);
+  };
+}
+
+/** Costs per task between two readings. */
+export function postgresCosts(before: PostgresReading, after: PostgresReading, tasks: number): PostgresCosts {
+  return {
+    ...(before.cpuUs === null || after.cpuUs === null ? {} : { brokerCpuUs: (after.cpuUs - before.cpuUs) / tasks }),
+    walBytesPerTask: (after.walBytes - before.walBytes) / tasks,
+    commitsPerTask: (after.commits - before.commits) / tasks,
+  };
 }
 
 async function reset(c: BenchCase, settings: RunSettings): Promise<void> {
@@ -399,7 +453,7 @@ async function reset(c: BenchCase, settings: RunSettings): Promise<void> {
     await settings.redis.flush();
   } else if (c.broker === 'postgres') {
     if (!settings.postgres) throw new RunFailure('PostgreSQL is not connected.');
-    await settings.postgres.purge(queueName(c));
+    await settings.postgres.purge(c.system, queueName(c));
   } else {
     if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
     await settings.amqp.purge(queueName(c));
@@ -413,7 +467,7 @@ async function leftover(c: BenchCase, settings: RunSettings): Promise<Leftover> 
   }
   if (c.broker === 'postgres') {
     if (!settings.postgres) throw new RunFailure('PostgreSQL is not connected.');
-    return settings.postgres.leftover(queueName(c));
+    return settings.postgres.leftover(c.system, queueName(c));
   }
   if (!settings.amqp) throw new RunFailure('RabbitMQ is not connected.');
   return settings.amqp.leftover(queueName(c));

@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPEC_ENV, type RunnerSpec } from './protocol';
 import type { RunnerCommand } from './runner-process';
 
-export const SYSTEM_IDS = ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis', 'raw-amqplib'] as const;
+export const SYSTEM_IDS = ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis', 'raw-amqplib', 'pg-boss', 'graphile-worker'] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number];
 
 export const SYSTEM_NAMES: Record<SystemId, string> = {
@@ -17,6 +17,8 @@ export const SYSTEM_NAMES: Record<SystemId, string> = {
   'python-celery': 'Python Celery',
   'raw-ioredis': 'raw ioredis',
   'raw-amqplib': 'raw amqplib',
+  'pg-boss': 'pg-boss',
+  'graphile-worker': 'graphile-worker',
 };
 
 /** Names `--systems` accepts besides the ids. */
@@ -28,7 +30,23 @@ const ALIASES: Record<string, readonly SystemId[]> = {
   raw: ['raw-ioredis', 'raw-amqplib'],
   ioredis: ['raw-ioredis'],
   amqplib: ['raw-amqplib'],
+  pgboss: ['pg-boss'],
+  graphile: ['graphile-worker'],
 };
+
+/**
+ * Each system's PostgreSQL database on the benchmark's server: kq's is the one `--postgres-url` names, each peer's
+ * is that name with a suffix (created if missing), so no system reads another's tables or counts its commits.
+ */
+const POSTGRES_DATABASE_SUFFIX: Partial<Record<SystemId, string>> = { 'pg-boss': '_pgboss', 'graphile-worker': '_graphile' };
+
+export function postgresUrlFor(base: string, system: SystemId): string {
+  const suffix = POSTGRES_DATABASE_SUFFIX[system];
+  if (!suffix) return base;
+  const url = new URL(base);
+  url.pathname = `/${decodeURIComponent(url.pathname.replace(/^\//, ''))}${suffix}`;
+  return url.toString();
+}
 
 export function parseSystems(list: string): SystemId[] {
   const chosen = new Set<SystemId>();

@@ -147,7 +147,7 @@ describe('renderMarkdown', () => {
   });
 
   it('shows issue #22’s targets and, under them, why each unmet one is not met', () => {
-    expect(markdown).toContain('## Targets (issue #22)');
+    expect(markdown).toContain('## Targets (issues #22 and #35)');
     expect(markdown).toMatch(/\| W2 drain, Redis, acks late: kq ≥ 1\.5× bee-queue at concurrency 100 \| .*\*\*1\.20×\*\* \| \*\*no\*\* \|/);
     expect(markdown).toContain('- **W2 drain, Redis, acks late: kq ≥ 1.5× bee-queue at concurrency 100**: worker CPU per task');
     expect(markdown).not.toContain('issue #8');

@@ -21,6 +21,8 @@ export interface ReportInput {
   kqBuilt?: boolean;
   /** Output of the standalone benchmarks (`--extras`). */
   extras?: readonly ExtraResult[];
+  /** The last `pnpm bench:soak`'s table (bench/SOAK.md), shown under PostgreSQL. */
+  soak?: string;
 }
 
 const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' };
@@ -45,7 +47,7 @@ export function renderMarkdown(input: ReportInput): string {
   out.push(`![Chart of the medians](${input.chartFile})`, '');
 
   const checks = checkTargets(outcomes);
-  out.push('## Targets (issue #22)', '', '| goal | measured | met |', '|---|---|---|');
+  out.push('## Targets (issues #22 and #35)', '', '| goal | measured | met |', '|---|---|---|');
   for (const check of checks) {
     out.push(`| ${check.goal} | ${check.measured} | ${check.met === null ? '—' : check.met ? 'yes' : '**no**'} |`);
   }
@@ -68,6 +70,7 @@ export function renderMarkdown(input: ReportInput): string {
       out.push(`### ${WORKLOAD_TITLES[workload]} — ${workloadDescription(workload, input)}`, '');
       out.push(...tableFor(workload, rows), '');
     }
+    if (broker === 'postgres' && input.soak) out.push('### Soak — `pnpm bench:soak` (run on its own, not by `pnpm bench`)', '', input.soak.trim(), '');
   }
 
   const failed = outcomes.filter((o) => o.failures.length > 0);
@@ -172,7 +175,8 @@ function scaleTable(rows: readonly CaseOutcome[]): string[] {
 
 /** W5: idle and peak RSS per system, and kq's idle memory as a share of each row's. */
 function memoryTable(rows: readonly CaseOutcome[]): string[] {
-  const lines = ['| system | RSS idle MiB (median) | idle min–max | RSS peak MiB (median) | peak min–max | worker CPU µs/task |', '|---|---:|---:|---:|---:|---:|'];
+  const pgCols = postgresColumns(rows, true, 'task');
+  const lines = [`| system | RSS idle MiB (median) | idle min–max | RSS peak MiB (median) | peak min–max | worker CPU µs/task |${pgCols.header}`, `|---|---:|---:|---:|---:|---:|${pgCols.rule}`];
   const mib = (summary: Summary | null): [string, string] =>
     summary === null ? ['—', '—'] : [summary.median.toFixed(0), `${summary.min.toFixed(0)}–${summary.max.toFixed(0)}`];
   for (const outcome of rows) {
@@ -183,7 +187,7 @@ function memoryTable(rows: readonly CaseOutcome[]): string[] {
     }
     const [idle, idleRange] = mib(f.idleMiB);
     const [peak, peakRange] = mib(f.peakMiB);
-    lines.push(`| ${name(outcome)} | ${idle} | ${idleRange} | ${peak} | ${peakRange} | ${formatMicros(f.workerCpuUs)} |`);
+    lines.push(`| ${name(outcome)} | ${idle} | ${idleRange} | ${peak} | ${peakRange} | ${formatMicros(f.workerCpuUs)} |${pgCols.cells(f)}`);
   }
   return lines;
 }
@@ -191,7 +195,29 @@ function memoryTable(rows: readonly CaseOutcome[]): string[] {
 /** Whose CPU the broker column shows: Redis's command time, RabbitMQ's Erlang VM. */
 function brokerName(rows: readonly CaseOutcome[]): string {
   const broker = rows[0]?.case.broker ?? 'redis';
-  return broker === 'amqp' ? 'RabbitMQ' : broker === 'postgres' ? 'broker' : 'Redis';
+  return broker === 'amqp' ? 'RabbitMQ' : broker === 'postgres' ? 'PostgreSQL' : 'Redis';
+}
+
+/**
+ * PostgreSQL's extra columns — WAL bytes and commits per task (per round trip in W3), and for W3 and W5 its CPU —
+ * when any row has them: what the database owner pays.
+ */
+function postgresColumns(rows: readonly CaseOutcome[], withCpu: boolean, per: string): { header: string; rule: string; cells(f: CaseFigures | null): string } {
+  const has = rows.some((o) => {
+    const f = figures(o);
+    return f !== null && 'walBytesPerTask' in f && f.walBytesPerTask !== null;
+  });
+  if (!has) return { header: '', rule: '', cells: () => '' };
+  return {
+    header: `${withCpu ? ` PostgreSQL CPU µs/${per} |` : ''} WAL bytes/${per} | commits/${per} |`,
+    rule: `${withCpu ? '---:|' : ''}---:|---:|`,
+    cells(f) {
+      if (!f || !('walBytesPerTask' in f)) return `${withCpu ? ' |' : ''} | |`;
+      const commits = f.commitsPerTask === null ? '—' : f.commitsPerTask.median.toFixed(f.commitsPerTask.median >= 10 ? 0 : 2);
+      const cpu = withCpu ? ` ${formatMicros('brokerCpuUs' in f ? f.brokerCpuUs : null)} |` : '';
+      return `${cpu} ${f.walBytesPerTask === null ? '—' : f.walBytesPerTask.median.toFixed(0)} | ${commits} |`;
+    },
+  };
 }
 
 function kqReference(rows: readonly CaseOutcome[], match: (c: BenchCase) => boolean): number | null {
@@ -206,9 +232,10 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
     const bytes = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.bytesPerTask !== null; });
     const cpu = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.workerCpuUs !== null; });
     const broker = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.brokerCpuUs !== null; });
+    const pgCols = postgresColumns(rows, false, 'task');
     lines.push(
-      `| system | tasks/s (median) | min | max | kq × |${cpu ? ' producer CPU µs/task |' : ''}${broker ? ` ${brokerName(rows)} CPU µs/task |` : ''}${bytes ? ' bytes/task in Redis |' : ''}`,
-      `|---|---:|---:|---:|---:|${cpu ? '---:|' : ''}${broker ? '---:|' : ''}${bytes ? '---:|' : ''}`,
+      `| system | tasks/s (median) | min | max | kq × |${cpu ? ' producer CPU µs/task |' : ''}${broker ? ` ${brokerName(rows)} CPU µs/task |` : ''}${bytes ? ' bytes/task in Redis |' : ''}${pgCols.header}`,
+      `|---|---:|---:|---:|---:|${cpu ? '---:|' : ''}${broker ? '---:|' : ''}${bytes ? '---:|' : ''}${pgCols.rule}`,
     );
     for (const outcome of rows) {
       const f = figures(outcome);
@@ -221,16 +248,17 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
       const size = bytes ? ` ${f.bytesPerTask === null ? '—' : f.bytesPerTask.median.toFixed(0)} |` : '';
       const producer = cpu ? ` ${formatMicros(f.workerCpuUs)} |` : '';
       const brokerCpu = broker ? ` ${formatMicros(f.brokerCpuUs)} |` : '';
-      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |${producer}${brokerCpu}${size}`);
+      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |${producer}${brokerCpu}${size}${pgCols.cells(f)}`);
     }
     return lines;
   }
   const kq100 = kqReference(rows, (c) => c.concurrency === 100 && c.variant === null);
   const kq1 = kqReference(rows, (c) => c.concurrency === 1 && c.variant === null);
   // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
+  const pgCols = postgresColumns(rows, false, 'task');
   lines.push(
-    `| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | ${brokerName(rows)} CPU µs/task | worker RSS MiB idle / peak |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | ${brokerName(rows)} CPU µs/task | worker RSS MiB idle / peak |${pgCols.header}`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|---:|${pgCols.rule}`,
   );
   for (const outcome of rows) {
     const f = figures(outcome);
@@ -242,7 +270,7 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
     lines.push(
       `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
         `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} | ` +
-        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |`,
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |${pgCols.cells(f)}`,
     );
   }
   lines.push(...tracingCost(rows));
@@ -280,7 +308,11 @@ function latencyTable(rows: readonly CaseOutcome[]): string[] {
   const kqFigures = kq ? figures(kq) : null;
   const kqP50 = kqFigures?.kind === 'latency' ? kqFigures.p50.median : null;
   const kqP99 = kqFigures?.kind === 'latency' ? kqFigures.p99.median : null;
-  const lines = ['| system | p50 ms (median) | p50 min–max | p99 ms (median) | p99 min–max | kq × (p50) | kq × (p99) |', '|---|---:|---:|---:|---:|---:|---:|'];
+  const pgCols = postgresColumns(rows, true, 'trip');
+  const lines = [
+    `| system | p50 ms (median) | p50 min–max | p99 ms (median) | p99 min–max | kq × (p50) | kq × (p99) |${pgCols.header}`,
+    `|---|---:|---:|---:|---:|---:|---:|${pgCols.rule}`,
+  ];
   for (const outcome of rows) {
     const f = figures(outcome);
     if (!f || f.kind !== 'latency') {
@@ -291,7 +323,7 @@ function latencyTable(rows: readonly CaseOutcome[]): string[] {
     lines.push(
       `| ${name(outcome)} | ${formatMs(f.p50.median)} | ${formatMs(f.p50.min)}–${formatMs(f.p50.max)} | ${formatMs(f.p99.median)} | ` +
         `${formatMs(f.p99.min)}–${formatMs(f.p99.max)} | ${self ? '—' : formatSpeedup(speedup(kqP50, f.p50.median, 'latency'))} | ` +
-        `${self ? '—' : formatSpeedup(speedup(kqP99, f.p99.median, 'latency'))} |`,
+        `${self ? '—' : formatSpeedup(speedup(kqP99, f.p99.median, 'latency'))} |${pgCols.cells(f)}`,
     );
   }
   return lines;

@@ -249,5 +249,87 @@ export function checkTargets(outcomes: readonly CaseOutcome[]): TargetCheck[] {
   } else {
     checks.push({ goal: 'W3 round trip, RabbitMQ: kq rpc:// p50 ≤ 2× raw amqplib reply-queue round trip', measured: 'not measured', met: null });
   }
+  if (outcomes.some((o) => o.case.broker === 'postgres')) checks.push(...postgresTargets(outcomes));
+  return checks;
+}
+
+/** What a PostgreSQL case cost the server per task: its CPU, the WAL written and the transactions committed. */
+function postgresCost(label: string, f: { brokerCpuUs: { median: number } | null; walBytesPerTask: { median: number } | null; commitsPerTask: { median: number } | null }): string {
+  const commits = f.commitsPerTask ? `${f.commitsPerTask.median >= 0.1 ? f.commitsPerTask.median.toFixed(2) : `1/${Math.round(1 / f.commitsPerTask.median)}`} commits` : '? commits';
+  return `${label} ${micros(f.brokerCpuUs?.median)} µs of PostgreSQL CPU, ${f.walBytesPerTask ? f.walBytesPerTask.median.toFixed(0) : '?'} WAL bytes, ${commits}`;
+}
+
+function postgresDrainWhy(kq: Found<Rate>, other: Found<Rate>): string {
+  return (
+    `worker CPU per task: kq ${micros(kq.f.workerCpuUs?.median)} µs, ${other.label} ${micros(other.f.workerCpuUs?.median)} µs; ` +
+    `per task: ${postgresCost('kq', kq.f)}; ${postgresCost(other.label, other.f)} (2 cores shared by the worker and the server)`
+  );
+}
+
+/** Issue #35's goals for kq on PostgreSQL against pg-boss and graphile-worker, same-run ratios. */
+function postgresTargets(outcomes: readonly CaseOutcome[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const drain = (id: SystemId): Found<Rate> | null => rateOf(outcomes, 'postgres', 'W2', system(id, concurrency(100)));
+  const bulk = (id: SystemId): Found<Rate> | null => rateOf(outcomes, 'postgres', 'W1', system(id, mode('bulk')));
+  checks.push(
+    ratioCheck('W2 drain, PostgreSQL: kq ≥ 1.5× graphile-worker at concurrency 100', drain('kq'), drain('graphile-worker'), 1.5, postgresDrainWhy),
+    ratioCheck('W2 drain, PostgreSQL: kq ≥ 3× pg-boss at concurrency 100', drain('kq'), drain('pg-boss'), 3, postgresDrainWhy),
+    ratioCheck('W1 enqueue, PostgreSQL: kq bulk ≥ graphile-worker addJobs', bulk('kq'), bulk('graphile-worker'), 1, (kq, other) =>
+      `producer CPU per task: kq ${micros(kq.f.workerCpuUs?.median)} µs, ${other.label} ${micros(other.f.workerCpuUs?.median)} µs; per task: ${postgresCost('kq', kq.f)}; ${postgresCost(other.label, other.f)}`,
+    ),
+  );
+  const kqTrip = latencyOf(outcomes, 'postgres', system('kq'));
+  const graphileTrip = latencyOf(outcomes, 'postgres', system('graphile-worker'));
+  const tripCost = (trip: Found<Latency>): string => postgresCost(trip.label, trip.f);
+  if (kqTrip && graphileTrip) {
+    const met = kqTrip.f.p50.median <= graphileTrip.f.p50.median;
+    checks.push({
+      goal: 'W3 round trip, PostgreSQL: kq p50 ≤ graphile-worker p50',
+      measured: `kq ${kqTrip.f.p50.median.toFixed(2)} ms vs ${graphileTrip.label} ${graphileTrip.f.p50.median.toFixed(2)} ms: **${(graphileTrip.f.p50.median / kqTrip.f.p50.median).toFixed(2)}×**`,
+      met,
+      ...(met ? {} : { why: `per round trip: ${tripCost(kqTrip)}; ${tripCost(graphileTrip)}` }),
+    });
+  } else {
+    checks.push({ goal: 'W3 round trip, PostgreSQL: kq p50 ≤ graphile-worker p50', measured: 'not measured', met: null });
+  }
+  if (kqTrip) {
+    const met = kqTrip.f.p50.median <= 2;
+    checks.push({
+      goal: 'W3 round trip, PostgreSQL: kq p50 ≤ 2 ms',
+      measured: `kq ${kqTrip.f.p50.median.toFixed(2)} ms`,
+      met,
+      ...(met ? {} : { why: `per round trip: ${tripCost(kqTrip)}; each commit that must reach the disk waits for a WAL flush` }),
+    });
+  } else {
+    checks.push({ goal: 'W3 round trip, PostgreSQL: kq p50 ≤ 2 ms', measured: 'not measured', met: null });
+  }
+  // What a task costs the database owner from publish to ack: its bulk publish plus its drain at concurrency 100.
+  const perTask = (id: SystemId, pick: (f: Rate) => { median: number } | null): number | null => {
+    const published = bulk(id);
+    const drained = drain(id);
+    const a = published ? pick(published.f) : null;
+    const b = drained ? pick(drained.f) : null;
+    return a && b ? a.median + b.median : null;
+  };
+  const peers: SystemId[] = ['kq', 'pg-boss', 'graphile-worker'];
+  for (const [what, pick, unit] of [
+    ['PostgreSQL CPU', (f: Rate) => f.brokerCpuUs, 'µs'],
+    ['WAL bytes', (f: Rate) => f.walBytesPerTask, 'bytes'],
+  ] as const) {
+    const goal = `PostgreSQL: kq's ${what} per task (bulk publish + drain at concurrency 100) the lowest of the three`;
+    const values = peers.map((id) => ({ id, value: perTask(id, pick) }));
+    const kq = values[0]?.value ?? null;
+    if (kq === null || values.some((entry) => entry.value === null)) {
+      checks.push({ goal, measured: 'not measured', met: null });
+      continue;
+    }
+    const met = values.every((entry) => entry.id === 'kq' || (entry.value ?? 0) >= kq);
+    checks.push({
+      goal,
+      measured: values.map((entry) => `${entry.id === 'kq' ? '**kq**' : entry.id} ${(entry.value ?? 0).toFixed(0)} ${unit}`).join(', '),
+      met,
+      ...(met ? {} : { why: peers.map((id) => [bulk(id), drain(id)].filter((found): found is Found<Rate> => found !== null).map((found) => postgresCost(found.label, found.f)).join('; ')).join('; ') }),
+    });
+  }
   return checks;
 }

@@ -19,10 +19,13 @@ export class AckBatcher {
   #pending: PendingAck[] = [];
   #scheduled = false;
   #inFlight: Promise<void> = Promise.resolve();
+  readonly #onDeleted: (rows: number) => void;
 
-  constructor(pool: pg.Pool, tables: TableNames) {
+  /** `onDeleted`: how many rows each batch deleted (the store vacuums after enough). */
+  constructor(pool: pg.Pool, tables: TableNames, onDeleted: (rows: number) => void = () => undefined) {
     this.#pool = pool;
     this.#tables = tables;
+    this.#onDeleted = onDeleted;
   }
 
   ack(id: number, token: string): Promise<boolean> {
@@ -56,6 +59,7 @@ export class AckBatcher {
         ({ rows }) => {
           const done = new Set(rows.map((row) => row.id));
           for (const ack of batch) ack.resolve(done.has(ack.id));
+          this.#onDeleted(rows.length);
         },
         (error: unknown) => {
           for (const ack of batch) ack.reject(error);

@@ -15,8 +15,16 @@ export interface PostgresTransportOptions {
   pollIntervalMs?: number;
   /** Most messages one claim takes. Default 64. */
   batchSize?: number;
-  /** Connections in the pool for statements (one more is kept for LISTEN, and three for acks). Default 4. */
+  /** Connections in the pool for statements (one more is kept for LISTEN, two for claims, three for acks, one for VACUUM). Default 4. */
   poolSize?: number;
+  /**
+   * After deleting this many messages (acks, no-ack claims), the store runs a plain `VACUUM` of the message table
+   * (skipped when another process's is running), so the space of delivered messages is reused instead of the table
+   * growing until autovacuum's next visit: every message leaves two dead row versions (its claim and its delete), and
+   * autovacuum looks only once a minute by default. 0 leaves it to autovacuum. Needs to own the table (kq made it,
+   * or the same user as Kombu). Default 10 000.
+   */
+  vacuumEveryDeletes?: number;
   /** Priority steps (Kombu's `priority_steps`). */
   prioritySteps?: readonly number[];
   /** Where kq reports what it could not do quietly (a failed sweep, a lost listener). Default `console`. */
@@ -33,6 +41,7 @@ export interface ResolvedPostgresOptions {
   pollIntervalMs: number;
   batchSize: number;
   poolSize: number;
+  vacuumEveryDeletes: number;
   logger: { warn(message: string): void };
 }
 
@@ -63,6 +72,7 @@ export function resolveOptions(url: string, options: PostgresTransportOptions & 
     pollIntervalMs: positive(options.pollIntervalMs, 'pollIntervalMs') ?? 1000,
     batchSize: positive(options.batchSize, 'batchSize') ?? 64,
     poolSize: positive(options.poolSize, 'poolSize') ?? 4,
+    vacuumEveryDeletes: count(options.vacuumEveryDeletes, 'vacuumEveryDeletes') ?? 10_000,
     logger: options.logger ?? { warn: (message) => console.warn(message) },
   };
 }
@@ -71,6 +81,14 @@ function positive(value: unknown, name: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new KqError(`The PostgreSQL transport option ${name} must be a positive number of milliseconds, got ${String(value)}.`);
+  }
+  return value;
+}
+
+function count(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new KqError(`The PostgreSQL transport option ${name} must be a whole number ≥ 0 (0 turns it off), got ${String(value)}.`);
   }
   return value;
 }

@@ -35,6 +35,11 @@ export class PostgresResultBackend implements ResultBackend {
   readonly #listener: NotificationListener;
   readonly #waiters = new Map<string, Set<() => void>>();
   #ready: Promise<void> | undefined;
+  /**
+   * The LISTEN connection, opened by the first wait: a worker that only stores results holds none, and the server
+   * does not deliver it a notification per result stored (each a transaction in its backend).
+   */
+  #listening: Promise<void> | undefined;
   #lastExpirySweep = 0;
 
   constructor(url: string, options: PostgresResultBackendOptions = {}) {
@@ -88,6 +93,11 @@ export class PostgresResultBackend implements ResultBackend {
 
   async waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
     await this.#open();
+    this.#listening ??= this.#listener.start().catch((error: unknown) => {
+      this.#listening = undefined;
+      throw error;
+    });
+    await this.#listening;
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
     // Registered before the first look, so a result stored between the look and the wait still wakes us.
     let woken = false;
@@ -156,7 +166,6 @@ export class PostgresResultBackend implements ResultBackend {
       } finally {
         client.release();
       }
-      await this.#listener.start();
     })().catch((error: unknown) => {
       this.#ready = undefined;
       throw error;

@@ -48,6 +48,18 @@ export const QUARANTINE_HOLDER = 'quarantined';
  */
 /** Connections that send acks, so batches go out while earlier ones still wait for their commit. */
 const ACK_CONNECTIONS = 3;
+/** Connections for claims and lease upkeep (renewals, sweeps, promotions), whose commits need not wait for the disk. */
+const CLAIM_CONNECTIONS = 2;
+/**
+ * Claims and lease upkeep commit without waiting for their WAL to reach the disk (`synchronous_commit = off`): one
+ * lost in a crash leaves its rows as they were before it — ready, or held under a lease that runs out — so the
+ * message is delivered again, as it would be anyway after a crash (a server that crashed has dropped every
+ * consumer's connection, and their acks are refused). A round trip then waits for two disk flushes, the publish and
+ * the result, not three. Publishes, acks, restores and results still wait for theirs.
+ */
+export function claimPoolConfig(connectionString: string): pg.PoolConfig {
+  return { connectionString, max: CLAIM_CONNECTIONS, min: CLAIM_CONNECTIONS, options: '-c synchronous_commit=off', application_name: 'kq claims' };
+}
 
 export class PostgresStore implements VirtualStore {
   readonly features: VirtualStoreFeatures = {
@@ -62,6 +74,12 @@ export class PostgresStore implements VirtualStore {
   readonly #options: ResolvedPostgresOptions;
   #pool: pg.Pool | undefined;
   #listener: ReadyListener | undefined;
+  /**
+   * The LISTEN connection, opened by the first claim that would wait: a process that only publishes holds none, and
+   * the server does not deliver it a notification per message it publishes (each one a transaction in the listening
+   * backend).
+   */
+  #listening: Promise<void> | undefined;
   #acks: AckBatcher | undefined;
   #inserts: InsertBatcher | undefined;
   /**
@@ -70,6 +88,14 @@ export class PostgresStore implements VirtualStore {
    * crash runs a finished task again.
    */
   #ackPool: pg.Pool | undefined;
+  #claimPool: pg.Pool | undefined;
+  /** One connection, opened when a VACUUM runs and closed when idle: it never holds up claims or acks. */
+  #vacuumPool: pg.Pool | undefined;
+  #vacuuming: Promise<void> | undefined;
+  /** Queue name → id, for waking claims on their own queues' notifications only. */
+  readonly #queueIdCache = new Map<string, string>();
+  /** Rows this store deleted since its last VACUUM. */
+  #deletedSinceVacuum = 0;
   #renewTimer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
   /** Claims handed out and not yet settled: the heartbeat runs while there are any. */
@@ -92,8 +118,9 @@ export class PostgresStore implements VirtualStore {
     // made — a crash in that window would run finished tasks again.
     const pool = new pg.Pool({ connectionString: this.#options.connectionString, max: this.#options.poolSize, min: this.#options.poolSize });
     const ackPool = new pg.Pool({ connectionString: this.#options.connectionString, max: ACK_CONNECTIONS, min: ACK_CONNECTIONS });
+    const claimPool = new pg.Pool(claimPoolConfig(this.#options.connectionString));
     // An idle pooled connection the server dropped must not crash the process; the next query reconnects.
-    for (const each of [pool, ackPool]) each.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
+    for (const each of [pool, ackPool, claimPool]) each.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
     try {
       const client = await pool.connect();
       try {
@@ -109,20 +136,21 @@ export class PostgresStore implements VirtualStore {
         },
         logger: this.#options.logger,
       });
-      await this.#listener.start();
       const warm = await Promise.all([
         ...Array.from({ length: Math.max(0, this.#options.poolSize - 1) }, () => pool.connect()),
         ...Array.from({ length: ACK_CONNECTIONS }, () => ackPool.connect()),
+        ...Array.from({ length: CLAIM_CONNECTIONS }, () => claimPool.connect()),
       ]);
       for (const client of warm) client.release();
     } catch (error) {
-      await Promise.all([pool.end().catch(() => undefined), ackPool.end().catch(() => undefined)]);
+      await Promise.all([pool, ackPool, claimPool].map((each) => each.end().catch(() => undefined)));
       // sslmode=verify-full against an untrusted, expired or misnamed certificate: one line naming it, never retried.
       throw tlsFailureOf(error, sanitizeUrl(this.#options.connectionString).split('?')[0] ?? '') ?? error;
     }
     this.#pool = pool;
     this.#ackPool = ackPool;
-    this.#acks = new AckBatcher(ackPool, this.tables);
+    this.#claimPool = claimPool;
+    this.#acks = new AckBatcher(ackPool, this.tables, (rows) => this.#deleted(rows));
     this.#inserts = new InsertBatcher(pool, this.tables);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs);
     this.#sweepTimer.unref();
@@ -133,11 +161,16 @@ export class PostgresStore implements VirtualStore {
     await Promise.all([this.#acks?.flush(), this.#inserts?.flush()]);
     this.#inserts = undefined;
     await this.#listener?.stop();
+    await this.#vacuuming;
     const pool = this.#pool;
     const ackPool = this.#ackPool;
+    const claimPool = this.#claimPool;
+    const vacuumPool = this.#vacuumPool;
     this.#pool = undefined;
     this.#ackPool = undefined;
-    await Promise.all([pool?.end(), ackPool?.end()]);
+    this.#claimPool = undefined;
+    this.#vacuumPool = undefined;
+    await Promise.all([pool?.end(), ackPool?.end(), claimPool?.end(), vacuumPool?.end()]);
   }
 
   /** Stops heartbeats and drops the connections without settling anything: a crashed process, for tests. */
@@ -147,10 +180,16 @@ export class PostgresStore implements VirtualStore {
     this.#inserts = undefined;
     const pool = this.#pool;
     const ackPool = this.#ackPool;
+    const claimPool = this.#claimPool;
+    const vacuumPool = this.#vacuumPool;
     this.#pool = undefined;
     this.#ackPool = undefined;
+    this.#claimPool = undefined;
+    this.#vacuumPool = undefined;
     void pool?.end().catch(() => undefined);
     void ackPool?.end().catch(() => undefined);
+    void claimPool?.end().catch(() => undefined);
+    void vacuumPool?.end().catch(() => undefined);
   }
 
   // ——— exchanges and bindings (kept in kq's tables so every process routes alike) ———
@@ -232,6 +271,7 @@ export class PostgresStore implements VirtualStore {
 
   async deleteQueue(name: string): Promise<number> {
     const t = this.tables;
+    this.#queueIdCache.delete(name);
     // One statement: the foreign key (NO ACTION) is checked at its end, when the messages are gone too.
     const { rows } = await this.pool.query<{ ready: string }>(
       `WITH q AS (SELECT id FROM ${t.queue} WHERE name = $1),
@@ -299,14 +339,41 @@ export class PostgresStore implements VirtualStore {
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
     if (queues.length === 0 || options.signal?.aborted) return [];
     await this.#promoteIfDue();
-    const generation = this.#listener?.generation ?? 0;
+    if (options.blockMs > 0) await this.#listen();
+    const ids = options.blockMs > 0 && this.#listener ? await this.#queueIds(queues) : null;
+    const generation = this.#listener?.generation(ids) ?? 0;
     const claims = await this.#claimOnce(queues, options);
     if (claims.length > 0 || options.blockMs <= 0 || !this.#listener) return claims;
     const dueIn = this.#nextDueAt > 0 ? Math.max(0, this.#nextDueAt - Date.now()) : Infinity;
-    await this.#listener.waitForReady(Math.min(options.blockMs, dueIn), options.signal, generation);
+    await this.#listener.waitForReady(Math.min(options.blockMs, dueIn), options.signal, generation, ids);
     if (options.signal?.aborted) return [];
     await this.#promoteIfDue();
     return this.#claimOnce(queues, options);
+  }
+
+  #listen(): Promise<void> | undefined {
+    const listener = this.#listener;
+    if (!listener) return undefined;
+    this.#listening ??= listener.start().catch((error: unknown) => {
+      // Claims wait out their poll interval meanwhile; the next one tries again.
+      this.#listening = undefined;
+      this.#options.logger.warn(`kq postgres: could not LISTEN for new messages (${describe(error)}); polling until it can`);
+    });
+    return this.#listening;
+  }
+
+  /**
+   * The ids of these queues (what the ready trigger NOTIFYs), so a waiting claim wakes for them only; null while one
+   * does not exist yet (then any wake-up will do). A queue keeps its id until it is deleted.
+   */
+  async #queueIds(queues: readonly string[]): Promise<string[] | null> {
+    const missing = queues.filter((name) => !this.#queueIdCache.has(name));
+    if (missing.length > 0) {
+      const { rows } = await this.#claims().query<{ id: string; name: string }>(`SELECT id::text AS id, name FROM ${this.tables.queue} WHERE name = ANY($1::text[])`, [missing]);
+      for (const row of rows) this.#queueIdCache.set(row.name, row.id);
+    }
+    const ids = queues.map((name) => this.#queueIdCache.get(name));
+    return ids.every((id): id is string => id !== undefined) ? ids : null;
   }
 
   async #claimOnce(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
@@ -315,7 +382,7 @@ export class PostgresStore implements VirtualStore {
     const params = options.noAck
       ? [queues, Math.max(1, options.max)]
       : [queues, Math.max(1, options.max), this.holder, token, this.#options.leaseMs];
-    const { rows } = await this.pool.query<ClaimRow>(statement, params);
+    const { rows } = await this.#claims().query<ClaimRow>(statement, params);
     // UPDATE … RETURNING has no order: put them back in the order they were picked.
     rows.sort((a, b) => a.kq_priority - b.kq_priority || Number(a.rn) - Number(b.rn) || Number(a.ord) - Number(b.ord));
     const claims: PostgresClaim[] = [];
@@ -331,7 +398,8 @@ export class PostgresStore implements VirtualStore {
       if (row.kq_redelivered) message.redelivered = true;
       claims.push({ queue: row.name, message, id: row.id, token });
     }
-    if (!options.noAck) this.#hold(claims.length);
+    if (options.noAck) this.#deleted(rows.length);
+    else this.#hold(claims.length);
     return claims;
   }
 
@@ -380,7 +448,7 @@ export class PostgresStore implements VirtualStore {
   /** The heartbeat: one statement extends every lease this store holds. */
   async #renew(): Promise<void> {
     try {
-      await this.#pool?.query(
+      await this.#claimPool?.query(
         `UPDATE ${this.tables.message} SET kq_lease_until = now() + make_interval(secs => $2::float8 / 1000)
          WHERE kq_holder = $1 AND NOT visible`,
         [this.holder, this.#options.leaseMs],
@@ -393,7 +461,7 @@ export class PostgresStore implements VirtualStore {
   /** Returns rows whose lease ran out to the head of their queues, marked redelivered; promotes due delays. */
   async #sweep(): Promise<void> {
     try {
-      await this.#pool?.query(
+      await this.#claimPool?.query(
         `UPDATE ${this.tables.message} SET visible = true, kq_redelivered = true, kq_holder = NULL, kq_claim = NULL, kq_lease_until = NULL
          WHERE kq_lease_until < now()`,
       );
@@ -410,7 +478,7 @@ export class PostgresStore implements VirtualStore {
   /** Makes due delayed rows visible (the trigger wakes consumers) and learns when the next one is due. */
   async #promote(): Promise<void> {
     const t = this.tables;
-    const { rows } = await this.pool.query<{ next_in_ms: number | null }>(
+    const { rows } = await this.#claims().query<{ next_in_ms: number | null }>(
       `WITH promoted AS (UPDATE ${t.message} SET visible = true, kq_due_at = NULL WHERE kq_due_at <= now() RETURNING 1)
        SELECT (SELECT extract(epoch FROM min(kq_due_at) - now()) * 1000 FROM ${t.message} WHERE kq_due_at > now())::float8 AS next_in_ms,
               (SELECT count(*) FROM promoted) AS promoted`,
@@ -418,6 +486,43 @@ export class PostgresStore implements VirtualStore {
     const next = rows[0]?.next_in_ms;
     // No delayed row left: look again at the next sweep, or sooner when a NOTIFY names a due time.
     this.#nextDueAt = next === null || next === undefined ? Date.now() + this.#options.sweepIntervalMs : Date.now() + Math.max(1, next);
+  }
+
+  /**
+   * Counts deleted rows and, every `vacuumEveryDeletes`, VACUUMs the message table (one at a time per store; with
+   * SKIP_LOCKED, a store finding another process's VACUUM running skips its turn instead of waiting). Plain VACUUM
+   * takes no lock that claims, inserts or acks wait for.
+   */
+  #deleted(rows: number): void {
+    const every = this.#options.vacuumEveryDeletes;
+    if (every === 0 || rows === 0) return;
+    this.#deletedSinceVacuum += rows;
+    if (this.#deletedSinceVacuum < every || this.#vacuuming || !this.#pool) return;
+    this.#deletedSinceVacuum = 0;
+    this.#vacuumPool ??= this.#openVacuumPool();
+    const pool = this.#vacuumPool;
+    this.#vacuuming = pool
+      .query(`VACUUM (SKIP_LOCKED) ${this.tables.message}`)
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (this.#pool) this.#options.logger.warn(`kq postgres: VACUUM ${this.tables.message} failed (${describe(error)}); autovacuum is left to reclaim its space`);
+        },
+      )
+      .finally(() => {
+        this.#vacuuming = undefined;
+      });
+  }
+
+  #openVacuumPool(): pg.Pool {
+    const pool = new pg.Pool({ connectionString: this.#options.connectionString, max: 1, idleTimeoutMillis: 30_000 });
+    pool.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));
+    return pool;
+  }
+
+  #claims(): pg.Pool {
+    if (!this.#claimPool) throw new StaleDeliveryError('The PostgreSQL store is closed.');
+    return this.#claimPool;
   }
 
   async #quarantine(row: ClaimRow, error: MalformedEnvelope): Promise<void> {

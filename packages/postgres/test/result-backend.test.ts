@@ -64,6 +64,25 @@ describe.skipIf(!up)('PostgreSQL result backend', () => {
     expect((await pending).result).toBe(42);
   });
 
+  it('listens only once something waits: a worker that only stores results is not sent a notification per result', async () => {
+    const storing = backend();
+    const client = rawClient();
+    const listeners = async (): Promise<number> =>
+      Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN ' || $1", [`${table}_ready`])).rows[0]?.n ?? 0);
+    try {
+      const before = await listeners();
+      await storing.store(meta(randomUUID(), 'SUCCESS', 1));
+      expect(await listeners()).toBe(before);
+      const id = randomUUID();
+      const pending = storing.waitFor(id, { timeoutMs: 10_000 });
+      await storing.store(meta(id, 'SUCCESS', 2));
+      expect((await pending).result).toBe(2);
+      expect(await listeners()).toBe(before + 1);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('never overwrites a SUCCESS with a later non-success state (Celery rule)', async () => {
     const results = backend();
     const id = randomUUID();
