@@ -1,4 +1,5 @@
 import { hostname as osHostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Consumer, PermissionDenied, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { jsonLogSink } from '../log-json-sink';
@@ -29,7 +30,8 @@ const ABANDON_SETTLE_MS = 5000;
  * unstarted messages, the worker-offline event): with a broker that is down those would wait for it without end.
  */
 const BROKER_CLOSE_BOUND_MS = 10_000;
-
+/** Shutdown's bounded waits must not keep the process alive once everything else has closed. */
+const UNREF = { ref: false };
 
 export interface WorkerOptions {
   /** Queues to consume (default: the app's `taskDefaultQueue`). */
@@ -565,7 +567,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     await this.pool.close(); // jobs not started yet were not acked: given back too
     if (!cold) {
       const timeout = (this.#options.shutdownTimeout ?? this.app.conf.workerShutdownTimeout) * 1000;
-      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout).then(() => false)]);
+      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout, undefined, UNREF).then(() => false)]);
       if (!finished) {
         this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; giving them back to the queue`);
         this.#abandonActive('shutdown timeout');
@@ -574,9 +576,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       this.#abandonActive('cold shutdown');
     }
     // Abandoned runs settle (requeue) now; wait for that before the channel closes, within a bound.
-    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS)]);
+    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS, undefined, UNREF)]);
     await this.pool.terminate();
-    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS).then(() => false)]);
+    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS, undefined, UNREF).then(() => false)]);
     if (!closed) {
       this.log.warning(
         `Could not finish with the broker within ${BROKER_CLOSE_BOUND_MS / 1000} s (is it down?); stopping anyway. ` +
@@ -590,10 +592,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.log.info('Worker stopped');
     this.emit('shutdown');
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function expandHostname(name: string): string {
