@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ConnectionLost,
   KqError,
@@ -25,7 +26,7 @@ import { tlsFailureFor } from './tls-guard';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory, RedisClient } from './connection-factory';
 import { DelayedPromoter } from './delayed-promoter';
-import { MalformedEnvelope, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
+import { MalformedEnvelope, backoffCountdown, decodeEnvelope, encodeEnvelope, markRedelivered } from '@kq/core';
 import { RedisBindings } from './redis-bindings';
 import type { KeyLayout } from './key-layout';
 import { LeaseKeeper } from './lease-keeper';
@@ -785,7 +786,7 @@ export class RedisStore implements VirtualStore {
       } catch (error) {
         lastError = error;
         if (this.#closed) break;
-        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        await sleep(backoffCountdown(attempt, { factor: 100, maximum: Infinity, jitter: false }));
       }
     }
     try {
