@@ -15,6 +15,7 @@ import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
 import { controlCommands } from './control-commands';
 import { EtaTimer } from './eta-timer';
 import { storeFailure, storeUnreadable } from './failure-records';
+import { onStopSignals } from '../stop-signals';
 import { RedeliveryGuard, republishable } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
@@ -340,22 +341,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   /** Installs SIGTERM/SIGINT handlers: the first signal stops warm, a second one cold. Returns the uninstaller. */
   installSignalHandlers(onStopped: () => void = () => process.exit(0)): () => void {
-    let signals = 0;
-    const handler = (signal: NodeJS.Signals): void => {
-      signals++;
-      const cold = signals > 1;
+    return onStopSignals((signal, count) => {
+      const cold = count > 1;
       this.log.warning(cold ? `${signal}: cold shutdown (running tasks are aborted and requeued)` : `${signal}: warm shutdown (press Ctrl+C again to force)`);
       void this.stop({ cold }).then(onStopped, (error: unknown) => {
         this.log.error(`shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
         onStopped();
       });
-    };
-    process.on('SIGTERM', handler);
-    process.on('SIGINT', handler);
-    return () => {
-      process.off('SIGTERM', handler);
-      process.off('SIGINT', handler);
-    };
+    });
   }
 
   /** The soft time limit (s) for a task: a remote `time_limit` override, else the app default. */
