@@ -13,7 +13,7 @@ import { Autoscaler, type AutoscaleOptions } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
 import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
 import { controlCommands } from './control-commands';
-import { EtaTimer } from './eta-timer';
+import { deferDelayMs, defersToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
 import { storeFailure, storeUnreadable } from './failure-records';
 import { onStopSignals } from '../stop-signals';
 import { RedeliveryGuard, republishable } from './redelivery';
@@ -304,9 +304,8 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.#consumer = consumer;
     await consumer.consume();
     // Celery 5.5+'s DelayedDelivery step, once the consumer has declared the queues: where the broker has a shared
-    // delay ladder, route its due messages for our queues to them — when kq delays through it (etaStrategy broker)
-    // or Celery's senders would (quorum queues).
-    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
+    // delay ladder, route its due messages for our queues to them.
+    if (transport.prepareDelayedDelivery && needsBrokerDelayRoutes(await this.app.etaStrategy(), this.queues)) {
       await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
     }
     this.autoscaler?.start();
@@ -470,7 +469,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await request.discardRevoked();
       return;
     }
-    const eta = message.eta !== null && message.eta.getTime() > Date.now() ? message.eta : null;
+    const eta = pendingEta(message.eta);
     // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
     // sees when it leaves the delay ladder): one task-received per task, not one per trip.
     if (eta && (await this.#deferToBroker(request, eta))) return;
@@ -521,14 +520,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   /** Republishes an ETA task with the broker's delayed delivery and acks the original, so no worker holds it. */
   async #deferToBroker(request: Request, eta: Date): Promise<boolean> {
-    if ((await this.app.etaStrategy()) !== 'broker') return false;
+    if (!defersToBroker(await this.app.etaStrategy())) return false;
     const { delivery } = request;
     try {
       const channel = await this.app.connection.channel();
       // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
       // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
       await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
-        delay: Math.max(1, eta.getTime() - Date.now()),
+        delay: deferDelayMs(eta),
       });
       await delivery.ack();
       this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
