@@ -1,18 +1,10 @@
 import type Pino from 'pino';
 import { lazyRequire } from './lazy-require';
-import type { LogLevel, LogSink } from './logger';
+import { PINO_LEVELS, type LogSink } from './log-record';
 import { activeTraceIds } from './telemetry/task-tracing';
 
 /** pino, loaded with the first JSON sink (see lazy-require.ts). */
 const loadPino = lazyRequire<typeof Pino>('pino');
-
-const PINO_LEVELS: Readonly<Record<LogLevel, 'debug' | 'info' | 'warn' | 'error' | 'fatal'>> = {
-  debug: 'debug',
-  info: 'info',
-  warning: 'warn',
-  error: 'error',
-  critical: 'fatal',
-};
 
 /**
  * `--log-format json`: one JSON object per line, written by pino (the ecosystem's fast structured logger): `time`
