@@ -1,7 +1,7 @@
 import type { LogSink } from './log-record';
-import { textLogSink } from './log-text-sink';
+import { pinoLogSink } from './log-pino-sink';
 
 /** A log sink that appends Celery-style lines to a file (`kq worker --logfile`), creating its folder. */
 export function fileLogSink(path: string): LogSink & { close(): Promise<void> } {
-  return textLogSink({ destination: path });
+  return pinoLogSink({ format: 'text', destination: path });
 }

@@ -1,11 +1,11 @@
 import { LOG_LEVELS, type LogLevel, type LogSink } from './log-record';
-import { textLogSink } from './log-text-sink';
+import { pinoLogSink } from './log-pino-sink';
 
 export type { LogFormat, LogLevel, LogRecord, LogSink } from './log-record';
-export { formatLogLine } from './log-text-sink';
+export { formatLogLine } from './log-pino-sink';
 
 /** Celery's lines on stderr; pino is loaded with the first one. */
-const consoleSink: LogSink = textLogSink({ colour: process.stderr.isTTY && !process.env['NO_COLOR'] });
+const consoleSink: LogSink = pinoLogSink({ format: 'text', colour: process.stderr.isTTY && !process.env['NO_COLOR'] });
 
 /** The worker's logger: Celery's levels, and a sink that writes them (by default Celery's lines on stderr, coloured on a TTY). */
 export class Logger {

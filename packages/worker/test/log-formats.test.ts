@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Logger, fileLogSink, formatLogLine } from '../src/index';
+import { Logger, fileLogSink, formatLogLine, jsonLogSink } from '../src/index';
 
-// The human format is written by pino like the JSON one: Celery's lines, every level, appended to a file.
-describe('the text log format', () => {
+// One logger, two formats, both written by pino: Celery's lines and JSON objects, every level, appended to a file.
+describe('the log formats', () => {
   it('appends Celery lines for every level to a file, creating its folder', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'kq-log-')), 'nested', 'worker.log');
     for (const round of [1, 2]) {
@@ -20,6 +20,14 @@ describe('the text log format', () => {
     expect(lines.map((line) => line.replace(/^\[[^:]+:[^:]+:[^:]+: /, ''))).toEqual([1, 2].flatMap((round) =>
       ['DEBUG/w1@host] debug', 'INFO/w1@host] info', 'WARNING/w1@host] warning', 'ERROR/w1@host] error', 'CRITICAL/w1@host] critical'].map((head) => `${head} "${round}"`),
     ));
+  });
+
+  it('writes the same records as JSON objects with their fields', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'kq-log-')), 'worker.jsonl');
+    const sink = jsonLogSink({ destination: path });
+    new Logger('w1@host', { level: 'debug', sink }).log('critical', 'down', { task_id: 't1' });
+    await sink.close();
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ level: 'fatal', logger: 'w1@host', message: 'down', task_id: 't1' });
   });
 
   it('colours the level when asked, whatever stdout is', () => {
