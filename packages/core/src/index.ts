@@ -119,6 +119,7 @@ export {
   type TaskState,
 } from './results/result-meta';
 export type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './results/result-backend';
+export { waitForResultMeta, type ResultWaiter } from './results/result-waiter';
 export type { ChordJoin, ChordPart, GroupStore, ResultTuple } from './results/group-store';
 export { MemoryResultBackend } from './results/memory-result-backend';
 export { MemoryChordJoin } from './results/memory-chord-join';
