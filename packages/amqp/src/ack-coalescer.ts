@@ -1,5 +1,5 @@
+import Denque from 'denque';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
-import { Fifo } from './fifo';
 
 /** Where one delivery of the channel stands. */
 const enum Settle {
@@ -29,7 +29,7 @@ interface Entry {
  */
 export class AckCoalescer {
   readonly #channel: AmqplibChannel;
-  readonly #entries = new Fifo<Entry>();
+  readonly #entries = new Denque<Entry>();
   readonly #byTag = new Map<number, Entry>();
   #pending = 0;
   #scheduled = false;
@@ -94,7 +94,7 @@ export class AckCoalescer {
     if (this.#pending === 0) return;
     try {
       let last: Entry | undefined;
-      for (let head = this.#entries.peek(); head && head.state !== Settle.Open; head = this.#entries.peek()) {
+      for (let head = this.#entries.peekFront(); head && head.state !== Settle.Open; head = this.#entries.peekFront()) {
         this.#entries.shift();
         this.#byTag.delete(head.message.fields.deliveryTag);
         if (head.state === Settle.AckPending) {

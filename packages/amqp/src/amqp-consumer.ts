@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  backoffCountdown,
   ChannelClosed,
   KqError,
   StaleDeliveryError,
@@ -283,7 +285,7 @@ export class AmqpConsumer implements ConsumerHandle {
           this.#owner.reportError(
             new KqError(`Consumer ${this.tag} could not resume (attempt ${attempt}): ${brokerText(error)}; retrying.`, { cause: error }),
           );
-          await sleep(Math.min(100 * 2 ** attempt, 5000));
+          await sleep(backoffCountdown(attempt, { factor: 100, maximum: 5000, jitter: false }));
         }
       }
     } finally {
@@ -574,6 +576,3 @@ function describeChannelLoss(tag: string, error: Error): KqError {
   return new KqError(`Consumer ${tag} lost its channel (${text}); resuming on a new one.`, { cause: error });
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

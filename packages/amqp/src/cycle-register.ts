@@ -1,4 +1,5 @@
-import { KqError, OperationTimeout, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffCountdown, KqError, OperationTimeout, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { AmqplibConfirmChannel, AmqplibGetMessage } from './amqplib-loader';
 import type { AmqpTransport } from './amqp-transport';
 import { ReplyCode, replyCodeOf } from './amqp-errors';
@@ -193,7 +194,7 @@ export class AmqpCycleRegister implements CycleRegister {
       if (Date.now() >= deadline) {
         throw new OperationTimeout(`The periodic register lock ${lock} stayed held for ${this.#lockTimeoutMs} ms; is a process stuck holding it?`);
       }
-      const backoff = Math.min(LOCK_RETRY_MAX_MS, LOCK_RETRY_MIN_MS * 2 ** attempt);
+      const backoff = backoffCountdown(attempt, { factor: LOCK_RETRY_MIN_MS, maximum: LOCK_RETRY_MAX_MS, jitter: false });
       await sleep(backoff / 2 + Math.random() * (backoff / 2));
     }
   }
@@ -228,9 +229,6 @@ function decodeValue(body: Buffer): RegisterValue | null {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,8 +1,8 @@
-import { Fifo } from './fifo';
+import Denque from 'denque';
 
 interface Lane<K, T> {
   readonly key: K;
-  readonly items: Fifo<T>;
+  readonly items: Denque<T>;
 }
 
 /**
@@ -20,7 +20,7 @@ export class FairBacklog<K, T> {
   #size = 0;
 
   constructor(keys: Iterable<K>) {
-    for (const key of keys) if (!this.#lanes.has(key)) this.#lanes.set(key, { key, items: new Fifo<T>() });
+    for (const key of keys) if (!this.#lanes.has(key)) this.#lanes.set(key, { key, items: new Denque<T>() });
     this.#order = [...this.#lanes.values()];
   }
 
@@ -60,7 +60,10 @@ export class FairBacklog<K, T> {
   /** Removes and returns everything held. */
   drain(): T[] {
     const items: T[] = [];
-    for (const lane of this.#lanes.values()) items.push(...lane.items.drain());
+    for (const lane of this.#lanes.values()) {
+      items.push(...lane.items.toArray());
+      lane.items.clear();
+    }
     this.#size = 0;
     return items;
   }

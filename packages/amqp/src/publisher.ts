@@ -1,8 +1,8 @@
+import Denque from 'denque';
 import { backoffCountdown, ChannelClosed, ConnectionLost, EncodeError, PublishRejected, UnroutableError, type Queue } from '@kq/core';
 import type { AmqplibChannel, AmqplibConfirmChannel, AmqplibMessage, AmqplibOptions } from './amqplib-loader';
 import { brokerText, isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
-import { Fifo } from './fifo';
 import { publishRefusalReason } from './publish-refusal';
 import type { ConnectionSupervisor } from './connection-supervisor';
 
@@ -67,9 +67,9 @@ export class Publisher {
   readonly #slot: ChannelSlot;
   readonly #options: PublisherOptions;
   /** Messages to send again (their channel died before confirming), oldest first; they go before `#queue`. */
-  #resend = new Fifo<PendingPublish>();
+  #resend = new Denque<PendingPublish>();
   /** Messages not yet sent (no channel, or the channel is draining), in publish order. */
-  #queue = new Fifo<PendingPublish>();
+  #queue = new Denque<PendingPublish>();
   /** Mandatory messages sent and not yet confirmed, in send order (a Set iterates in insertion order). */
   #returnable = new Set<PendingPublish>();
   #unconfirmed = 0;
@@ -151,7 +151,7 @@ export class Publisher {
     }
     this.#final = true;
     this.#endRetiring();
-    const unsent = [...this.#resend.drain(), ...this.#queue.drain()];
+    const unsent = this.#takeUnsent();
     for (const pending of unsent) {
       pending.reject(new ChannelClosed(`The channel was closed before the message for ${describe(pending)} could be sent; it was not published.`));
     }
@@ -164,7 +164,7 @@ export class Publisher {
     this.#closed = true;
     this.#final = true;
     this.#endRetiring();
-    for (const item of [...this.#resend.drain(), ...this.#queue.drain()]) item.reject(reason);
+    for (const item of this.#takeUnsent()) item.reject(reason);
     void this.#slot.close();
   }
 
@@ -312,12 +312,14 @@ export class Publisher {
    */
   #failRefused(error: Error): void {
     const exchange = /exchange '([^']*)'/.exec(brokerText(error))?.[1];
-    this.#resend.retain((pending) => {
-      pending.channelErrors += 1;
-      const refused = exchange !== undefined ? pending.exchange === exchange : pending.channelErrors >= MAX_CHANNEL_ERRORS;
-      if (refused) pending.reject(toKqError(error, { operation: `publish to ${describe(pending)}`, exchange: pending.exchange }));
-      return !refused;
-    });
+    this.#resend = new Denque(
+      this.#resend.toArray().filter((pending) => {
+        pending.channelErrors += 1;
+        const refused = exchange !== undefined ? pending.exchange === exchange : pending.channelErrors >= MAX_CHANNEL_ERRORS;
+        if (refused) pending.reject(toKqError(error, { operation: `publish to ${describe(pending)}`, exchange: pending.exchange }));
+        return !refused;
+      }),
+    );
   }
 
   #onReturn(message: AmqplibMessage): void {
@@ -351,7 +353,7 @@ export class Publisher {
   }
 
   #remainingWait(): number {
-    const oldest = this.#resend.peek() ?? this.#queue.peek();
+    const oldest = this.#resend.peekFront() ?? this.#queue.peekFront();
     if (!oldest) return this.#options.recoveryTimeout;
     return Math.max(0, oldest.startedAt + this.#options.recoveryTimeout - Date.now());
   }
@@ -375,8 +377,16 @@ export class Publisher {
       );
       return false;
     };
-    this.#resend.retain(keep);
-    this.#queue.retain(keep);
+    this.#resend = new Denque(this.#resend.toArray().filter(keep));
+    this.#queue = new Denque(this.#queue.toArray().filter(keep));
+  }
+
+  /** Removes and returns everything not yet sent, resends first (oldest first within each). */
+  #takeUnsent(): PendingPublish[] {
+    const unsent = [...this.#resend.toArray(), ...this.#queue.toArray()];
+    this.#resend.clear();
+    this.#queue.clear();
+    return unsent;
   }
 
   #checkIdle(): void {

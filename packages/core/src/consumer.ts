@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from './connection';
 import { DecodeError, isUnreadableContent, KqError } from './errors';
+import { backoffCountdown } from './exponential-backoff';
 import type { Delivery } from './message';
 import { assertMessageSize } from './message-size';
 import type { Queue } from './queue';
@@ -160,7 +162,7 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
         return;
       } catch (error) {
         this.emit('error', error instanceof Error ? error : new KqError(String(error)));
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5000)));
+        await sleep(backoffCountdown(attempt, { factor: 100, maximum: 5000, jitter: false }));
       }
     }
   }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isRecoverable } from './errors';
 
 /**
@@ -68,7 +69,8 @@ export async function retryAfterFailure<T>(
     if (exhausted || !shouldRetry(failure) || hooks.signal?.aborted) throw failure;
     const delay = retryDelay(policy, attempt + 1);
     await hooks.onRetry?.(failure, attempt + 1, delay);
-    if (delay > 0) await sleep(delay, hooks.signal);
+    // An abort ends the wait early (Node rejects with an AbortError); the attempt still runs, as it always has.
+    if (delay > 0) await sleep(delay, undefined, { signal: hooks.signal }).catch(() => undefined);
     try {
       return await operation(attempt + 1);
     } catch (next) {
@@ -77,16 +79,3 @@ export async function retryAfterFailure<T>(
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}

@@ -1,40 +1,18 @@
 import { EventEmitter } from 'node:events';
 
 /** Event name → listener arguments. */
-export type EventMap = { [event: string]: unknown[] };
+export type EventMap<Events> = Record<keyof Events, unknown[]>;
 
 /**
- * A Node EventEmitter whose `on`/`off`/`once`/`emit` are checked against an event map, so a typo in an event
- * name or a listener's arguments is a compile error rather than a silent no-op.
+ * Node's EventEmitter typed by its event map (`on`/`off`/`once`/`emit` are checked against it, so a typo in an event
+ * name or a listener's arguments is a compile error), with one difference: an `error` event with no listener is
+ * dropped instead of thrown (Node's default would crash the process); errors that matter are also surfaced through
+ * the promises of the operations that failed.
  */
-export class TypedEmitter<Events extends EventMap> {
-  readonly #emitter = new EventEmitter();
+export class TypedEmitter<Events extends EventMap<Events>> extends EventEmitter<Events> {}
 
-  on<E extends keyof Events & string>(event: E, listener: (...args: Events[E]) => void): this {
-    this.#emitter.on(event, listener as (...args: unknown[]) => void);
-    return this;
-  }
-
-  once<E extends keyof Events & string>(event: E, listener: (...args: Events[E]) => void): this {
-    this.#emitter.once(event, listener as (...args: unknown[]) => void);
-    return this;
-  }
-
-  off<E extends keyof Events & string>(event: E, listener: (...args: Events[E]) => void): this {
-    this.#emitter.off(event, listener as (...args: unknown[]) => void);
-    return this;
-  }
-
-  listenerCount<E extends keyof Events & string>(event: E): number {
-    return this.#emitter.listenerCount(event);
-  }
-
-  /**
-   * Emits an event. An `error` event with no listener is dropped instead of thrown (Node's default would crash
-   * the process): errors that matter are also surfaced through the promises of the operations that failed.
-   */
-  protected emit<E extends keyof Events & string>(event: E, ...args: Events[E]): boolean {
-    if (event === 'error' && this.#emitter.listenerCount('error') === 0) return false;
-    return this.#emitter.emit(event, ...args);
-  }
-}
+// Patched on the prototype rather than overridden, so Node's own typing of `emit` stays as it is.
+(TypedEmitter.prototype as EventEmitter).emit = function emit(this: EventEmitter, event: string | symbol, ...args: unknown[]): boolean {
+  if (event === 'error' && this.listenerCount('error') === 0) return false;
+  return EventEmitter.prototype.emit.call(this, event, ...args);
+};

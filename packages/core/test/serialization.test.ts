@@ -155,6 +155,16 @@ describe('json codec', () => {
     expect(unjson(marker('bytes', 'héllo'))).toEqual(Buffer.from('héllo', 'utf8'));
   });
 
+  it('reads datetime markers with the grammar and ranges the task protocol uses for eta (one ISO 8601 parser)', () => {
+    const datetime = (v: string): string => JSON.stringify({ __type__: 'datetime', __value__: v });
+    // Python's fromisoformat reads a date alone, and an offset of hours alone.
+    expect(unjson(datetime('2024-01-02'))).toEqual(new Date('2024-01-02T00:00:00Z'));
+    expect(unjson(datetime('2024-01-02T08:04:05+05'))).toEqual(new Date('2024-01-02T03:04:05Z'));
+    // Neither year 0 nor a UTC offset of a day or more exists in Python.
+    expect(() => unjson(datetime('0000-01-01T00:00:00Z'))).toThrow(/year 0/);
+    expect(() => unjson(datetime('2024-01-02T03:04:05+24:00'))).toThrow(/offset is out of range/);
+  });
+
   it('decodes markers whose keys are spelt with escapes, and leaves other objects alone', () => {
     expect(unjson('{"\\u005f_type__": "decimal", "__value__": "1"}')).toBe('1');
     expect(unjson('{"__type__": "decimal", "__value__": "1", "extra": 1}')).toEqual({ __type__: 'decimal', __value__: '1', extra: 1 });

@@ -1,5 +1,5 @@
 import { KqError } from '@kq/core';
-import { App, loadAppModule } from '@kq/worker';
+import { App, loadAppModule, stopSignalReceived } from '@kq/worker';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readAuthCredentials } from './auth-credentials';
 import { Dashboard } from './dashboard';
@@ -87,10 +87,7 @@ export async function runDashboardCli(argv: readonly string[]): Promise<number> 
     const dashboard = new Dashboard({ app, port: flags.port, address: flags.address, ...(basicAuth.length > 0 ? { basicAuth } : {}), ...(flags.trustProxy ? { trustProxy: true } : {}), ...(flags.maxTasks ? { maxTasks: flags.maxTasks } : {}), ...(flags.urlPrefix ? { urlPrefix: flags.urlPrefix } : {}), ...(flags.stateFile ? { stateFile: flags.stateFile } : {}), ...(flags.deadLetterQueue ? { deadLetterQueues: flags.deadLetterQueue } : {}) });
     const url = await dashboard.start();
     console.log(`kq dashboard on ${url}`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
+    await stopSignalReceived();
     await dashboard.close();
     await app.close();
     return 0;

@@ -1,4 +1,5 @@
-import { ConnectionLost, MalformedEnvelope, decodeEnvelope, type Claim, type ClaimOptions, type StoredMessage } from '@kq/core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffCountdown, ConnectionLost, MalformedEnvelope, decodeEnvelope, type Claim, type ClaimOptions, type StoredMessage } from '@kq/core';
 import type { PendingAck } from './ack-batcher';
 import type { BlockingWaiter } from './blocking-pool';
 import type { ClusterQueues } from './cluster-queues';
@@ -385,7 +386,7 @@ export class RedisClaimer {
       } catch (error) {
         lastError = error;
         if (this.#host.isClosed()) break;
-        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        await sleep(backoffCountdown(attempt, { factor: 100, maximum: Infinity, jitter: false }));
       }
     }
     try {

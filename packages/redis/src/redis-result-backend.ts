@@ -3,13 +3,14 @@ import {
   ConnectionLost,
   EncodeError,
   KqError,
-  OperationTimeout,
   isReadyState,
   type ResultBackend,
   type ResultMeta,
   type StoreResultOptions,
   type TlsOption,
   type WaitForResultOptions,
+  waitForResultMeta,
+  type ResultWaiter,
 } from '@kq/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
@@ -72,16 +73,11 @@ const UNSUBSCRIBE_BATCH = 256;
 /** Reconnects to one cluster node (200 ms apart) before the subscriber moves to another node. */
 const SUBSCRIBER_NODE_RETRIES = 3;
 
-interface Waiter {
-  resolve(meta: ResultMeta): void;
-  reject(error: unknown): void;
-}
-
 /** One SUBSCRIBE on the shared subscriber connection, held by its waiters and/or by an early `onTaskCall`. */
 interface Subscription {
   readonly channel: string;
   readonly taskId: string;
-  readonly waiters: Set<Waiter>;
+  readonly waiters: Set<ResultWaiter>;
   early: boolean;
   /** Settles once Redis acknowledged the SUBSCRIBE. */
   subscribed: Promise<void>;
@@ -201,51 +197,30 @@ export class RedisResultBackend implements ResultBackend {
 
   waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
     if (this.#closed) return Promise.reject(closedError());
-    return new Promise<ResultMeta>((resolve, reject) => {
-      const subscription = this.#subscribe(taskId);
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const finish = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        subscription.waiters.delete(waiter);
-        this.#release(subscription);
-        return true;
-      };
-      const waiter: Waiter = {
-        resolve: (meta) => {
-          if (finish()) resolve(meta);
-        },
-        reject: (error) => {
-          if (finish()) reject(error);
-        },
-      };
-      const onAbort = (): void => waiter.reject(new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`));
-      subscription.waiters.add(waiter);
-      if (options.signal?.aborted) {
-        onAbort();
-        return;
-      }
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      if (options.timeoutMs !== undefined) {
-        timer = setTimeout(
-          () => waiter.reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`)),
-          options.timeoutMs,
-        );
-      }
+    const subscription = this.#subscribe(taskId);
+    return waitForResultMeta(
+      taskId,
+      options,
+      (waiter) => {
+        subscription.waiters.add(waiter);
+        return () => {
+          subscription.waiters.delete(waiter);
+          this.#release(subscription);
+        };
+      },
       // Subscribed first, then read: a result stored before the SUBSCRIBE took effect is seen by the GET, one stored
       // after it is pushed. No polling.
-      subscription.subscribed
-        .then(() => this.get(taskId))
-        .then(
-          (meta) => {
-            if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
-          },
-          (error: unknown) => waiter.reject(error),
-        );
-    });
+      (waiter) => {
+        subscription.subscribed
+          .then(() => this.get(taskId))
+          .then(
+            (meta) => {
+              if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
+            },
+            (error: unknown) => waiter.reject(error),
+          );
+      },
+    );
   }
 
   /** Deletes the stored result (Celery's `forget`) and drops an early subscription nobody waits on. */

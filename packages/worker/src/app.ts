@@ -31,6 +31,7 @@ import { assertTimeZone } from './protocol/index';
 import { AsyncResult, assertDateDoneForm, registerRpcResultBackend, type Revoker } from './results/index';
 import { Router } from './router';
 import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
+import { etaStrategyOf, sendDelayMs } from './worker/eta';
 import { Worker, type WorkerOptions } from './worker/worker';
 
 // One copy of @kq/worker per process, or a loud error. Here rather than in index.ts: the CLI and the pool child are
@@ -259,11 +260,7 @@ export class App implements AppContract {
       trace?.sent(prepared.id, prepared.routingKey, prepared.exchange.name);
       const backend = this.#backendReady !== undefined ? this.#backendReady : await this.backend();
       if (backend?.onTaskCall) await backend.onTaskCall(prepared.id);
-      const delay = prepared.eta ? prepared.eta.getTime() - Date.now() : 0;
-      // Senders hold nothing back unless told to: an ETA message goes straight to its queue, where any worker (a
-      // Python one too) takes it and holds it until its time.
-      const useBrokerDelay = delay > 0 && this.conf.etaStrategy === 'broker';
-      await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, useBrokerDelay ? delay : 0));
+      await this.producer.publishMessage(prepared.message, this.#publishParams(prepared, sendDelayMs(prepared.eta, this.conf.etaStrategy)));
       if (this.conf.taskSendSentEvent) sendTaskSentEvent(this, taskSentFields(prepared.message, prepared));
       if (options.addToParent !== false) parent?.children.push([[prepared.id, null], null]);
       trace?.end();
@@ -300,8 +297,8 @@ export class App implements AppContract {
     const batches = new Map<string, PreparedTaskMessage[]>();
     const delayed: Promise<void>[] = [];
     for (const message of prepared) {
-      const delay = message.eta ? message.eta.getTime() - Date.now() : 0;
-      if (delay > 0 && this.conf.etaStrategy === 'broker') {
+      const delay = sendDelayMs(message.eta, this.conf.etaStrategy);
+      if (delay > 0) {
         // Each has its own delay: published on its own.
         delayed.push(this.producer.publishMessage(message.message, this.#publishParams(message, delay)));
         continue;
@@ -354,7 +351,7 @@ export class App implements AppContract {
    * memory with the prefetch bump, as Celery does, so the message stays in its queue for any Celery worker.
    */
   etaStrategy(): Promise<EtaStrategy> {
-    return Promise.resolve(this.conf.etaStrategy ?? 'worker');
+    return Promise.resolve(etaStrategyOf(this.conf));
   }
 
   /**

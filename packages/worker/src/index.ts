@@ -13,6 +13,7 @@ export { fileLogSink } from './log-file-sink';
 export * from './protocol/index';
 export * from './results/index';
 export { Router, type ResolvedRoute } from './router';
+export { onStopSignals, stopSignalReceived } from './stop-signals';
 export {
   Chain,
   Chord,

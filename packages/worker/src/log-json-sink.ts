@@ -1,50 +1,7 @@
-import type Pino from 'pino';
-import { lazyRequire } from './lazy-require';
-import type { LogLevel, LogSink } from './logger';
-import { activeTraceIds } from './telemetry/task-tracing';
+import type { LogSink } from './log-record';
+import { pinoLogSink } from './log-pino-sink';
 
-/** pino, loaded with the first JSON sink (see lazy-require.ts). */
-const loadPino = lazyRequire<typeof Pino>('pino');
-
-const PINO_LEVELS: Readonly<Record<LogLevel, 'debug' | 'info' | 'warn' | 'error' | 'fatal'>> = {
-  debug: 'debug',
-  info: 'info',
-  warning: 'warn',
-  error: 'error',
-  critical: 'fatal',
-};
-
-/**
- * `--log-format json`: one JSON object per line, written by pino (the ecosystem's fast structured logger): `time`
- * (ISO), `level`, `logger` (the worker's node name, or the task's name for `ctx.log`), `message`, the record's fields
- * (`task_id`, `task_name`, …) and, while a traced task runs, `trace_id` and `span_id`. To stderr, or appended to
- * `destination`.
- */
+/** `--log-format json`: one JSON object per line, written by pino (see log-pino-sink.ts). To stderr, or appended to `destination`. */
 export function jsonLogSink(options: { destination?: string } = {}): LogSink & { close(): Promise<void> } {
-  const pino = loadPino();
-  const stream = options.destination ? pino.destination({ dest: options.destination, append: true, mkdir: true, sync: true }) : pino.destination({ fd: 2, sync: true });
-  const logger = pino(
-    {
-      level: 'debug',
-      base: null,
-      messageKey: 'message',
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    stream,
-  );
-  const sink = (record: Parameters<LogSink>[0]): void => {
-    const trace = activeTraceIds();
-    logger[PINO_LEVELS[record.level]]({ logger: record.logger, ...record.fields, ...trace }, record.message);
-  };
-  return Object.assign(sink, {
-    structured: true as const,
-    close: () =>
-      new Promise<void>((resolve) => {
-        stream.flush?.();
-        stream.end();
-        stream.once('close', () => resolve());
-        setTimeout(resolve, 500).unref();
-      }),
-  });
+  return pinoLogSink({ format: 'json', ...options });
 }

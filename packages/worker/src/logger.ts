@@ -1,24 +1,13 @@
-export type LogLevel = 'debug' | 'info' | 'warning' | 'error' | 'critical';
+import { LOG_LEVELS, type LogLevel, type LogSink } from './log-record';
+import { pinoLogSink } from './log-pino-sink';
 
-const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warning: 30, error: 40, critical: 50 };
-const COLOURS: Record<LogLevel, string> = { debug: '\x1b[34m', info: '\x1b[32m', warning: '\x1b[33m', error: '\x1b[31m', critical: '\x1b[35m' };
+export type { LogFormat, LogLevel, LogRecord, LogSink } from './log-record';
+export { formatLogLine } from './log-pino-sink';
 
-export interface LogRecord {
-  level: LogLevel;
-  logger: string;
-  message: string;
-  time: Date;
-  /** Structured context (task id and name, ...): the JSON format writes them as fields; the text format omits them. */
-  fields?: Readonly<Record<string, unknown>>;
-}
+/** Celery's lines on stderr; pino is loaded with the first one. */
+const consoleSink: LogSink = pinoLogSink({ format: 'text', colour: process.stderr.isTTY && !process.env['NO_COLOR'] });
 
-/** Where records go. A sink with `structured: true` writes fields (JSON); others write Celery's text lines. */
-export type LogSink = ((record: LogRecord) => void) & { readonly structured?: boolean };
-
-/** `text` (Celery's lines, the default) or `json` (one JSON object per line, on pino). */
-export type LogFormat = 'text' | 'json';
-
-/** The worker's logger: Celery-like lines (`[time: LEVEL/name] message`), colour on a TTY, pluggable sink. */
+/** The worker's logger: Celery's levels, and a sink that writes them (by default Celery's lines on stderr, coloured on a TTY). */
 export class Logger {
   readonly name: string;
   level: LogLevel;
@@ -48,7 +37,7 @@ export class Logger {
   }
 
   enabled(level: LogLevel): boolean {
-    return LEVELS[level] >= LEVELS[this.level];
+    return LOG_LEVELS[level] >= LOG_LEVELS[this.level];
   }
 
   debug(message: string): void {
@@ -82,16 +71,6 @@ export function parseLogLevel(value: string | undefined): LogLevel {
   const level = (value ?? 'info').toLowerCase();
   if (level === 'warn') return 'warning';
   if (level === 'fatal') return 'critical';
-  if (level in LEVELS) return level as LogLevel;
+  if (level in LOG_LEVELS) return level as LogLevel;
   throw new Error(`Unknown log level ${JSON.stringify(value)}: use debug, info, warning, error or critical.`);
 }
-
-/** A record as Celery prints it: `[2026-01-01 10:00:00.000: INFO/name] message` (with the level coloured). */
-export function formatLogLine(record: LogRecord, colour = false): string {
-  const level = record.level.toUpperCase();
-  return `[${record.time.toISOString().replace('T', ' ').slice(0, 23)}: ${colour ? COLOURS[record.level] + level + '\x1b[0m' : level}/${record.logger}] ${record.message}`;
-}
-
-const consoleSink: LogSink = (record) => {
-  process.stderr.write(`${formatLogLine(record, process.stderr.isTTY && !process.env['NO_COLOR'])}\n`);
-};

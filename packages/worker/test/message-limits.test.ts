@@ -8,7 +8,7 @@ import { App } from '../src/app';
 import { InvalidTaskError } from '../src/errors';
 import { Logger } from '../src/logger';
 import { encodeTaskMessage } from '../src/protocol/index';
-import { EtaTimer } from '../src/worker/eta-timer';
+import { EtaTimer } from '../src/worker/eta';
 import { setLongTimeout } from '../src/worker/long-timeout';
 import type { Worker } from '../src/worker/worker';
 

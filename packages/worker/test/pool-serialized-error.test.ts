@@ -1,7 +1,8 @@
 import { jsonCodec } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Ignore, NotRegistered, Reject, Retry, SoftTimeLimitExceeded, TaskFailedError, TimeLimitExceeded, WorkerLostError } from '../src/errors';
+import { ContentDisallowed, SecurityError } from '@kq/core';
+import { ChordError, Ignore, ImproperlyConfigured, NotRegistered, Reject, Retry, SoftTimeLimitExceeded, TaskFailedError, TimeLimitExceeded, WorkerLostError } from '../src/errors';
 import { PythonException } from '../src/python-exception';
 import { restoreBuffers } from '../src/pool/restore-buffers';
 import { deserializeError, serializeError, type SerializedError } from '../src/pool/serialized-error';
@@ -39,6 +40,17 @@ describe.each(Object.entries(crossings))('errors crossing by %s', (_name, cross)
     }
     const failed = roundTrip(new TaskFailedError('id-1', 'KeyError', ['k'], 'builtins', 'Traceback...')) as TaskFailedError;
     expect([failed.taskId, failed.excType, failed.excMessage, failed.excModule]).toEqual(['id-1', 'KeyError', ['k'], 'builtins']);
+  });
+
+  it('keeps every kq error that is rebuilt from its message as its class, as results do (one registry)', () => {
+    for (const errorClass of [ChordError, ImproperlyConfigured, SecurityError]) {
+      const back = roundTrip(new errorClass('went wrong'));
+      expect(back).toBeInstanceOf(errorClass);
+      expect(back.message).toBe('went wrong');
+    }
+    // One that needs more than a message keeps its name, message and plain fields on an Error.
+    const refused = roundTrip(new ContentDisallowed('application/x-python-serialize', ['json']));
+    expect([refused.name, (refused as unknown as { contentType: string }).contentType]).toEqual(['ContentDisallowed', 'application/x-python-serialize']);
   });
 
   it('recognises kq errors by name when they come from another build of the package', () => {

@@ -101,6 +101,9 @@ describe.skipIf(!(await brokerReachable('redis')))('the kq bin of a checkout, ru
   it('refuses loudly to run when the app loads a second copy anyway (here a vendored @kq/core)', async () => {
     const dir = userProject({});
     cpSync(join(repoRoot, 'packages', 'core', 'src'), join(dir, 'vendor', 'core', 'src'), { recursive: true });
+    // A vendored copy comes with its dependencies.
+    mkdirSync(join(dir, 'vendor', 'core', 'node_modules'));
+    symlinkSync(realpathSync(join(repoRoot, 'packages', 'core', 'node_modules', 'denque')), join(dir, 'vendor', 'core', 'node_modules', 'denque'));
     const vendored = pathToFileURL(join(dir, 'vendor', 'core', 'src', 'index.ts')).href;
     writeFileSync(
       join(dir, 'app.mjs'),

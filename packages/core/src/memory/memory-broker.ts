@@ -1,3 +1,4 @@
+import Denque from 'denque';
 import { brandClass } from '../class-brand';
 import type { Exchange } from '../exchange';
 import type { Queue } from '../queue';
@@ -6,7 +7,6 @@ import type { DelayedCount } from '../transport';
 import { VIRTUAL_MAX_PRIORITY } from '../virtual/priority-steps';
 import type { StoredMessage } from '../virtual/virtual-store';
 import { MemoryDeadLetters } from './memory-dead-letters';
-import { MessageDeque } from './message-deque';
 
 export interface MemoryClaim {
   readonly queue: string;
@@ -16,7 +16,7 @@ export interface MemoryClaim {
 
 interface MemoryQueue {
   /** One deque per priority value 0..9; only the step values are used. */
-  readonly buckets: MessageDeque<StoredMessage>[];
+  readonly buckets: Denque<StoredMessage>[];
   declaration: Queue | undefined;
 }
 
@@ -69,7 +69,7 @@ export class MemoryBroker {
     let queue = this.#queues.get(name);
     if (!queue && create) {
       queue = {
-        buckets: Array.from({ length: VIRTUAL_MAX_PRIORITY + 1 }, () => new MessageDeque<StoredMessage>()),
+        buckets: Array.from({ length: VIRTUAL_MAX_PRIORITY + 1 }, () => new Denque<StoredMessage>()),
         declaration: undefined,
       };
       this.#queues.set(name, queue);
@@ -100,7 +100,10 @@ export class MemoryBroker {
     const queue = this.#queues.get(name);
     if (!queue) return 0;
     let count = 0;
-    for (const bucket of queue.buckets) count += bucket.clear();
+    for (const bucket of queue.buckets) {
+      count += bucket.length;
+      bucket.clear();
+    }
     return count;
   }
 
@@ -118,9 +121,9 @@ export class MemoryBroker {
 
   put(queueName: string, message: StoredMessage, priority: number, position: 'head' | 'tail'): void {
     const queue = this.queue(queueName) as MemoryQueue;
-    const bucket = queue.buckets[priority] as MessageDeque<StoredMessage>;
-    if (position === 'tail') bucket.pushBack(message);
-    else bucket.pushFront(message);
+    const bucket = queue.buckets[priority] as Denque<StoredMessage>;
+    if (position === 'tail') bucket.push(message);
+    else bucket.unshift(message);
     this.#wake(queueName);
   }
 

@@ -1,7 +1,7 @@
-import { OperationTimeout } from '../errors';
 import { MemoryChordJoin } from './memory-chord-join';
 import type { ResultBackend, StoreResultOptions, WaitForResultOptions } from './result-backend';
 import { isReadyState, type ResultMeta } from './result-meta';
+import { waitForResultMeta, type ResultWaiter } from './result-waiter';
 
 interface Entry {
   meta: ResultMeta;
@@ -16,7 +16,7 @@ export class MemoryResultBackend implements ResultBackend {
   readonly name = 'memory';
   readonly pushes = true;
   readonly #entries: Map<string, Entry>;
-  readonly #waiters = new Map<string, Set<(meta: ResultMeta) => void>>();
+  readonly #waiters = new Map<string, Set<ResultWaiter>>();
   static readonly #backends = new Map<string, Set<MemoryResultBackend>>();
   readonly #store: string;
   readonly groups: MemoryChordJoin;
@@ -63,36 +63,14 @@ export class MemoryResultBackend implements ResultBackend {
   waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
     const current = this.#live(taskId);
     if (current && isReadyState(current.status)) return Promise.resolve(current);
-    return new Promise((resolve, reject) => {
+    return waitForResultMeta(taskId, options, (waiter) => {
       const waiters = this.#waiters.get(taskId) ?? new Set();
       this.#waiters.set(taskId, waiters);
-      let timer: NodeJS.Timeout | undefined;
-      const done = (meta: ResultMeta): void => {
-        cleanup();
-        resolve(meta);
-      };
-      const onAbort = (): void => {
-        cleanup();
-        reject(new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`));
-      };
-      const cleanup = (): void => {
-        waiters.delete(done);
+      waiters.add(waiter);
+      return () => {
+        waiters.delete(waiter);
         if (waiters.size === 0) this.#waiters.delete(taskId);
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
       };
-      waiters.add(done);
-      if (options.timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          cleanup();
-          reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`));
-        }, options.timeoutMs);
-      }
-      if (options.signal?.aborted) {
-        onAbort();
-        return;
-      }
-      options.signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -115,6 +93,6 @@ export class MemoryResultBackend implements ResultBackend {
   }
 
   #notify(meta: ResultMeta): void {
-    for (const waiter of [...(this.#waiters.get(meta.task_id) ?? [])]) waiter(meta);
+    for (const waiter of [...(this.#waiters.get(meta.task_id) ?? [])]) waiter.resolve(meta);
   }
 }

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { DecodeError, EncodeError, KqError } from '../errors';
+import { formatIsoDatetime, parseIsoDatetime } from '../iso-datetime';
 import { asBuffer, bodyPreview, type Codec } from './codec';
 
 /**
@@ -129,15 +130,10 @@ function bytesMarker(bytes: Buffer): Marker {
 
 /** Python's `datetime.isoformat()` of an aware UTC datetime: `2024-01-02T03:04:05+00:00` or `…05.123000+00:00`. */
 function datetimeMarker(date: Date): Marker {
+  const value = formatIsoDatetime(date);
+  if (value !== undefined) return { __type__: 'datetime', __value__: value };
   if (Number.isNaN(date.getTime())) throw new EncodeError('Cannot serialize an invalid Date as JSON.');
-  const year = date.getUTCFullYear();
-  if (year < 1 || year > 9999) {
-    throw new EncodeError(`Cannot serialize the Date ${date.toISOString()}: Python datetimes only cover years 1 to 9999.`);
-  }
-  const iso = date.toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ for years 1..9999
-  const seconds = iso.slice(0, 19);
-  const value = date.getUTCMilliseconds() === 0 ? `${seconds}+00:00` : `${seconds}.${iso.slice(20, 23)}000+00:00`;
-  return { __type__: 'datetime', __value__: value };
+  throw new EncodeError(`Cannot serialize the Date ${date.toISOString()}: Python datetimes only cover years 1 to 9999.`);
 }
 
 /**
@@ -188,35 +184,11 @@ function expectString(type: string, value: unknown): string {
   throw new DecodeError(`Invalid JSON type marker ${JSON.stringify(type)}: expected a string __value__, got ${JSON.stringify(value)}.`);
 }
 
-const ISO_DATETIME =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:(Z)|([+-])(\d{2}):?(\d{2})(?::?(\d{2})(?:\.\d+)?)?)?$/i;
-
 /** Parses what Python's `datetime.isoformat()` writes (and `fromisoformat` reads); naive values are taken as UTC. */
 function parsePythonDatetime(text: string): Date {
-  const m = ISO_DATETIME.exec(text);
-  if (m !== null) {
-    const [, y, mo, d, h, mi, s, frac, , sign, oh, om, os] = m;
-    const ms = frac === undefined ? 0 : Number(frac.slice(0, 3).padEnd(3, '0'));
-    const date = new Date(0);
-    // setUTCFullYear, unlike Date.UTC, does not map years 0..99 to 1900..1999.
-    date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
-    date.setUTCHours(Number(h), Number(mi), Number(s ?? 0), ms);
-    const valid =
-      date.getUTCFullYear() === Number(y) &&
-      date.getUTCMonth() === Number(mo) - 1 &&
-      date.getUTCDate() === Number(d) &&
-      date.getUTCHours() === Number(h) &&
-      date.getUTCMinutes() === Number(mi) &&
-      date.getUTCSeconds() === Number(s ?? 0);
-    if (valid) {
-      if (sign !== undefined) {
-        const offsetSeconds = (Number(oh) * 3600 + Number(om) * 60 + Number(os ?? 0)) * (sign === '-' ? -1 : 1);
-        date.setTime(date.getTime() - offsetSeconds * 1000);
-      }
-      return date;
-    }
-  }
-  throw new DecodeError(`Invalid datetime in JSON type marker: ${JSON.stringify(text)} is not an ISO 8601 datetime.`);
+  const parsed = parseIsoDatetime(text);
+  if ('date' in parsed) return parsed.date;
+  throw new DecodeError(`Invalid datetime in JSON type marker: ${JSON.stringify(text)} is not an ISO 8601 datetime (${parsed.invalid}).`);
 }
 
 /** kombu writes `{"hex": "<32 hex digits>"}` (Python `uuid.UUID(**value)`); `UUID(hex=…)` also tolerates dashes, braces and a urn prefix. */

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ChannelClosed, PermissionDenied } from '../errors';
+import { backoffCountdown } from '../exponential-backoff';
 import { RoundRobinCycle } from '../round-robin-cycle';
 import type { ConsumeOptions, ConsumerHandle } from '../transport';
 import type { Claim, StoredMessage } from './virtual-store';
@@ -188,7 +190,7 @@ export class VirtualConsumer implements ConsumerHandle {
         if (error instanceof PermissionDenied) break;
         // Back off so a broken store does not spin the CPU, but keep consuming: the store may recover.
         failures++;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** failures, 2000)));
+        await sleep(backoffCountdown(failures, { factor: 50, maximum: 2000, jitter: false }));
         continue;
       }
       const { claims } = batch;

@@ -20,6 +20,7 @@ import { planTicks } from './misfire';
 import { ScheduleEntry, type BeatEntryDefinition, type MisfirePolicy } from './schedule-entry';
 import { prepareTaskMessage } from '../prepare-task-message';
 import { clientEventDispatcher } from '../events/task-sent';
+import { onStopSignals } from '../stop-signals';
 
 export interface BeatOptions {
   /** The entries to send. */
@@ -152,19 +153,13 @@ export class Beat extends TypedEmitter<BeatEvents> {
 
   /** Installs SIGTERM/SIGINT handlers that stop the beat (and then call `onStopped`). Returns the uninstaller. */
   installSignalHandlers(onStopped: () => void = () => process.exit(0)): () => void {
-    const handler = (signal: NodeJS.Signals): void => {
+    return onStopSignals((signal) => {
       this.log.warning(`${signal}: stopping beat`);
       void this.stop().then(onStopped, (error: unknown) => {
         this.log.error(`stopping beat failed: ${String(error)}`);
         onStopped();
       });
-    };
-    process.on('SIGTERM', handler);
-    process.on('SIGINT', handler);
-    return () => {
-      process.off('SIGTERM', handler);
-      process.off('SIGINT', handler);
-    };
+    });
   }
 
   async #createLease(transport: Transport): Promise<BeatLease> {

@@ -10,6 +10,7 @@ import { EventsNavigator, type KeyPress } from './events-navigator';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 import { positiveSeconds } from './option-parsers';
+import { stopSignalReceived } from '../stop-signals';
 
 export interface EventsMonitorOptions {
   app: App;
@@ -156,8 +157,7 @@ export function registerEventsCommand(program: Command): void {
       const monitor = await startEventsMonitor({ app, dump: flags.dump ?? false, frequency: flags.frequency, onQuit: () => quit() });
       await new Promise<void>((resolve) => {
         void quitting.then(resolve);
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
+        void stopSignalReceived().then(resolve);
         process.stdout.once('error', () => resolve()); // the reader went away (`kq events --dump | head`)
       });
       await monitor.stop();

@@ -1,3 +1,4 @@
+import { styleText } from 'node:util';
 import { pythonStr } from '../events/python-str';
 
 export interface ReplyPrintOptions {
@@ -12,9 +13,10 @@ export interface ReplyPrintOptions {
  */
 export function formatReply(node: string, value: unknown, options: ReplyPrintOptions = {}): string {
   const [status, body] = pretty(value);
-  const paint = (code: string, s: string): string => (options.colour ? `\x1b[${code}m${s}\x1b[0m` : s);
-  const title = `${paint('1;36', `${node}: `)}${status === 'OK' ? paint('32', 'OK') : paint('31', 'ERROR')}`;
-  const head = `${paint('1;37', '->')}  ${title}`;
+  // The caller decided colour (a TTY, no NO_COLOR), so Node is not asked to check stdout again.
+  const paint = (format: Parameters<typeof styleText>[0], s: string): string => (options.colour ? styleText(format, s, { validateStream: false }) : s);
+  const title = `${paint(['bold', 'cyan'], `${node}: `)}${status === 'OK' ? paint('green', 'OK') : paint('red', 'ERROR')}`;
+  const head = `${paint(['bold', 'white'], '->')}  ${title}`;
   return options.showReply ? `${head}\n${indent(body, 4)}` : head;
 }
 

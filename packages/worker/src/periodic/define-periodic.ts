@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { KqError, processWide, Queue, TypedEmitter, UnsupportedFeature, type CycleRegister, type CycleState } from '@kq/core';
+import { backoffCountdown, KqError, processWide, Queue, TypedEmitter, UnsupportedFeature, type CycleRegister, type CycleState } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { deterministicTaskId } from '../beat/deterministic-id';
 import { prepareTaskMessage } from '../prepare-task-message';
@@ -382,7 +382,7 @@ export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicT
   #retryDelayMs(attempt: number): number {
     const base = (this.#options.retryDelay ?? Math.min(this.everyMs / 1000, 60)) * 1000;
     if (!this.#options.retryBackoff) return base;
-    return Math.min(base * 2 ** (attempt - 1), (this.#options.retryDelayMax ?? 600) * 1000);
+    return backoffCountdown(attempt - 1, { factor: base, maximum: (this.#options.retryDelayMax ?? 600) * 1000, jitter: false });
   }
 }
 

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
-import { EncodeError, KqError } from '@kq/core';
+import { backoffCountdown, EncodeError, KqError } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { SoftTimeLimitExceeded, WorkerLostError } from '../errors';
 import type { Logger } from '../logger';
@@ -444,7 +444,7 @@ export class ChildPool implements Pool {
   /** A child that cannot start (a broken app module) must not be respawned in a tight loop. */
   #scheduleRespawn(): void {
     if (this.#terminating || this.#respawnTimer) return;
-    const delay = Math.min(30_000, 100 * 2 ** Math.min(this.#startFailures, 9));
+    const delay = backoffCountdown(this.#startFailures, { factor: 100, maximum: 30_000, jitter: false });
     this.#respawnTimer = setTimeout(() => {
       this.#respawnTimer = undefined;
       this.#maintain();

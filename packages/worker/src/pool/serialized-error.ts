@@ -1,18 +1,6 @@
-import { DecodeError, EncodeError, OperationTimeout } from '@kq/core';
-import {
-  Ignore,
-  InvalidTaskError,
-  MaxRetriesExceededError,
-  NotRegistered,
-  Reject,
-  Retry,
-  SoftTimeLimitExceeded,
-  TaskFailedError,
-  TaskRevokedError,
-  TimeLimitExceeded,
-  WorkerLostError,
-} from '../errors';
+import { NotRegistered, Reject, Retry, TaskFailedError } from '../errors';
 import { PythonException } from '../python-exception';
+import { TASK_ERRORS, taskErrorEntryNamed, taskErrorEntryOf } from '../task-error-registry';
 
 /**
  * An error as it crosses between a pool child and the worker. kq's task errors come back as the same class (a
@@ -45,20 +33,6 @@ export interface SerializedError {
 
 type MessageErrorClass = new (message: string) => Error;
 
-/** kq errors rebuilt from their message alone. */
-const MESSAGE_ONLY: Readonly<Record<string, MessageErrorClass>> = {
-  Ignore,
-  SoftTimeLimitExceeded,
-  TimeLimitExceeded,
-  TaskRevokedError,
-  WorkerLostError,
-  MaxRetriesExceededError,
-  InvalidTaskError,
-  DecodeError,
-  EncodeError,
-  OperationTimeout,
-};
-
 const BUILTINS: Readonly<Record<string, MessageErrorClass>> = {
   Error,
   TypeError,
@@ -70,17 +44,7 @@ const BUILTINS: Readonly<Record<string, MessageErrorClass>> = {
 };
 
 /** kq's task errors, also recognised by name (they decide how the worker settles the message). */
-const KQ_NAMES: ReadonlySet<string> = new Set([
-  'Retry',
-  'Reject',
-  'Ignore',
-  'NotRegistered',
-  'SoftTimeLimitExceeded',
-  'TimeLimitExceeded',
-  'TaskRevokedError',
-  'WorkerLostError',
-  'MaxRetriesExceededError',
-]);
+const KQ_NAMES: ReadonlySet<string> = new Set(TASK_ERRORS.filter((entry) => entry.settles).map((entry) => entry.name));
 
 const MAX_DEPTH = 5;
 
@@ -148,8 +112,8 @@ export function deserializeError(data: SerializedError): Error {
       break;
     }
     default: {
-      const errorClass = MESSAGE_ONLY[data.kind] ?? BUILTINS[data.kind] ?? Error;
-      error = new errorClass(data.message);
+      const rebuild = taskErrorEntryNamed(data.kind)?.rebuild;
+      error = rebuild ? rebuild(data.message, []) : new (BUILTINS[data.kind] ?? Error)(data.message);
       if (error.name !== data.name) error.name = data.name;
     }
   }
@@ -164,13 +128,10 @@ export function deserializeError(data: SerializedError): Error {
 }
 
 function kindOf(error: Error): string {
-  if (error instanceof Retry) return 'Retry';
-  if (error instanceof Reject) return 'Reject';
-  if (error instanceof Ignore) return 'Ignore';
-  if (error instanceof NotRegistered) return 'NotRegistered';
   if (error instanceof TaskFailedError) return 'TaskFailedError';
   if (error instanceof PythonException) return 'PythonException';
-  for (const [kind, errorClass] of Object.entries(MESSAGE_ONLY)) if (error instanceof errorClass) return kind;
+  const entry = taskErrorEntryOf(error);
+  if (entry?.rebuild) return entry.name;
   // A kq error from the other build of @kq/worker fails `instanceof`; kq errors are named after their class.
   if (KQ_NAMES.has(error.name)) return error.name;
   // The most derived built-in the error is an instance of (a `class MyError extends RangeError` stays a RangeError).

@@ -1,28 +1,7 @@
-import {
-  ContentDisallowed,
-  DecodeError,
-  EncodeError,
-  OperationTimeout,
-  SecurityError,
-  isExceptionInfo,
-  type ExceptionInfo,
-} from '@kq/core';
-import {
-  ChordError,
-  Ignore,
-  ImproperlyConfigured,
-  InvalidTaskError,
-  MaxRetriesExceededError,
-  NotRegistered,
-  Reject,
-  Retry,
-  SoftTimeLimitExceeded,
-  TaskFailedError,
-  TaskRevokedError,
-  TimeLimitExceeded,
-  WorkerLostError,
-} from '../errors';
+import { OperationTimeout, isExceptionInfo, type ExceptionInfo } from '@kq/core';
+import { NotRegistered, TaskFailedError } from '../errors';
 import { PythonException, formatExceptionMessage } from '../python-exception';
+import { taskErrorEntryNamed, taskErrorEntryOf } from '../task-error-registry';
 
 export { formatExceptionMessage };
 
@@ -83,31 +62,8 @@ const PYTHON_BUILTIN_EXCEPTIONS: ReadonlySet<string> = new Set([
   'UnicodeError', 'ValueError', 'ZeroDivisionError',
 ]);
 
-type ErrorClass = abstract new (...args: never[]) => Error;
-
-/** kq errors stored as their Python counterparts (same class name in that module). */
-// Names spelled out: they are wire values, and must not change if a bundler renames classes.
-const KQ_TO_PYTHON: ReadonlyArray<readonly [ErrorClass, string, string]> = [
-  [TaskRevokedError, 'TaskRevokedError', 'celery.exceptions'],
-  [SoftTimeLimitExceeded, 'SoftTimeLimitExceeded', 'celery.exceptions'],
-  [TimeLimitExceeded, 'TimeLimitExceeded', 'celery.exceptions'],
-  [WorkerLostError, 'WorkerLostError', 'celery.exceptions'],
-  [MaxRetriesExceededError, 'MaxRetriesExceededError', 'celery.exceptions'],
-  [InvalidTaskError, 'InvalidTaskError', 'celery.exceptions'],
-  [NotRegistered, 'NotRegistered', 'celery.exceptions'],
-  [Retry, 'Retry', 'celery.exceptions'],
-  [Reject, 'Reject', 'celery.exceptions'],
-  [Ignore, 'Ignore', 'celery.exceptions'],
-  [ChordError, 'ChordError', 'celery.exceptions'],
-  [ImproperlyConfigured, 'ImproperlyConfigured', 'celery.exceptions'],
-  [SecurityError, 'SecurityError', 'celery.exceptions'],
-  [DecodeError, 'DecodeError', 'kombu.exceptions'],
-  [EncodeError, 'EncodeError', 'kombu.exceptions'],
-  [ContentDisallowed, 'ContentDisallowed', 'kombu.exceptions'],
-];
-
-/** Python modules whose exception names kq reads back into its own classes. */
-const CELERY_MODULES = new Set(['celery.exceptions', 'billiard.exceptions']);
+/** billiard (Celery's pool) raises some of Celery's exceptions from its own module: read them as Celery's. */
+const PYTHON_MODULE_ALIASES: Readonly<Record<string, string>> = { 'billiard.exceptions': 'celery.exceptions' };
 
 /** Celery's stored form of an error thrown by a task (see the mapping above). Never throws. */
 export function exceptionInfo(error: unknown): ExceptionInfo {
@@ -122,10 +78,10 @@ export function exceptionInfo(error: unknown): ExceptionInfo {
     return { exc_type: error.pythonType, exc_message: [...error.pythonArgs], exc_module: error.pythonModule };
   }
   const message = error.message;
-  for (const [errorClass, type, module] of KQ_TO_PYTHON) {
-    if (error instanceof errorClass) {
-      return { exc_type: type, exc_message: error instanceof NotRegistered ? [error.taskName] : [message], exc_module: module };
-    }
+  // kq errors are stored as their Python counterparts (same class name in that module).
+  const entry = taskErrorEntryOf(error);
+  if (entry?.pythonModule !== undefined) {
+    return { exc_type: entry.name, exc_message: error instanceof NotRegistered ? [error.taskName] : [message], exc_module: entry.pythonModule };
   }
   if (error instanceof OperationTimeout) return { exc_type: 'TimeoutError', exc_message: [message], exc_module: 'builtins' };
   const name = errorName(error);
@@ -164,52 +120,15 @@ export function exceptionFromInfo(info: unknown): Error {
     const jsClass = PYTHON_BUILTIN_TO_JS[info.exc_type];
     if (jsClass) return new jsClass(message);
   }
-  if (CELERY_MODULES.has(module)) {
-    const celeryError = celeryException(info.exc_type, args, message);
-    if (celeryError) return celeryError;
-  }
-  if (module === 'kombu.exceptions') {
-    if (info.exc_type === 'DecodeError') return new DecodeError(message);
-    if (info.exc_type === 'EncodeError') return new EncodeError(message);
+  const entry = taskErrorEntryNamed(info.exc_type);
+  if (entry?.rebuild && entry.pythonModule !== undefined && entry.pythonModule === (PYTHON_MODULE_ALIASES[module] ?? module)) {
+    return entry.rebuild(message, args);
   }
   const error = new Error(message);
   error.name = info.exc_type;
   return error;
 }
 
-
-function celeryException(type: string, args: unknown[], message: string): Error | undefined {
-  switch (type) {
-    case 'TaskRevokedError':
-      return new TaskRevokedError(message);
-    case 'SoftTimeLimitExceeded':
-      return new SoftTimeLimitExceeded(message);
-    case 'TimeLimitExceeded':
-      return new TimeLimitExceeded(message);
-    case 'WorkerLostError':
-      return new WorkerLostError(message);
-    case 'MaxRetriesExceededError':
-      return new MaxRetriesExceededError(message);
-    case 'InvalidTaskError':
-      return new InvalidTaskError(message);
-    case 'Ignore':
-      return new Ignore(message);
-    case 'NotRegistered':
-      return new NotRegistered(typeof args[0] === 'string' ? args[0] : message);
-    case 'Reject':
-      return new Reject(typeof args[0] === 'string' ? args[0] : message || undefined, args[1] === true);
-    case 'Retry':
-      return new Retry(message);
-    case 'ChordError':
-      return new ChordError(message);
-    case 'ImproperlyConfigured':
-      return new ImproperlyConfigured(message);
-    case 'SecurityError':
-      return new SecurityError(message);
-    default:
-      return undefined;
-  }
-}
 
 /** `name`, or the class name when a subclass left `name` as `Error` (`class PaymentDeclined extends Error {}`). */
 function errorName(error: Error): string {

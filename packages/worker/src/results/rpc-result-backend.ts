@@ -1,7 +1,6 @@
 import {
   Consumer,
   KqError,
-  OperationTimeout,
   Producer,
   Queue,
   isReadyState,
@@ -14,6 +13,8 @@ import {
   type StoreResultOptions,
   type TaskState,
   type WaitForResultOptions,
+  waitForResultMeta,
+  type ResultWaiter,
 } from '@kq/core';
 
 export interface RpcResultBackendOptions {
@@ -43,11 +44,6 @@ export interface RpcResultBackendOptions {
 const RESULT_RETRY_POLICY: RetryPolicy = { maxRetries: 20, intervalStart: 0, intervalStep: 1000, intervalMax: 1000 };
 const DEFAULT_EXPIRES_MS = 86_400_000;
 
-interface Waiter {
-  resolve(meta: ResultMeta): void;
-  reject(error: unknown): void;
-}
-
 /**
  * Celery's `rpc://` result backend (docs/wire.md#rpc): the worker publishes each state as a message to the default
  * exchange with the task's `reply_to` as routing key and its id as `correlation_id`; the client that sent the task
@@ -72,7 +68,7 @@ export class RpcResultBackend implements ResultBackend {
   readonly #producer: Producer;
   /** Latest meta per task id, oldest first (re-inserted on update). */
   readonly #buffer = new Map<string, ResultMeta>();
-  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #waiters = new Map<string, Set<ResultWaiter>>();
   #listening: Promise<Consumer> | undefined;
   #closed = false;
 
@@ -123,43 +119,20 @@ export class RpcResultBackend implements ResultBackend {
     if (this.#closed) return Promise.reject(closedError());
     const buffered = this.#buffer.get(taskId);
     if (buffered && isReadyState(buffered.status)) return Promise.resolve(buffered);
-    return new Promise<ResultMeta>((resolve, reject) => {
-      const waiters = this.#waiters.get(taskId) ?? new Set<Waiter>();
-      this.#waiters.set(taskId, waiters);
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const finish = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        waiters.delete(waiter);
-        if (waiters.size === 0 && this.#waiters.get(taskId) === waiters) this.#waiters.delete(taskId);
-        return true;
-      };
-      const waiter: Waiter = {
-        resolve: (meta) => {
-          if (finish()) resolve(meta);
-        },
-        reject: (error) => {
-          if (finish()) reject(error);
-        },
-      };
-      const onAbort = (): void => waiter.reject(new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`));
-      waiters.add(waiter);
-      if (options.signal?.aborted) {
-        onAbort();
-        return;
-      }
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      if (options.timeoutMs !== undefined) {
-        timer = setTimeout(
-          () => waiter.reject(new OperationTimeout(`The result of task ${taskId} was not ready within ${options.timeoutMs} ms.`)),
-          options.timeoutMs,
-        );
-      }
-      this.#listen().catch((error: unknown) => waiter.reject(error));
-    });
+    return waitForResultMeta(
+      taskId,
+      options,
+      (waiter) => {
+        const waiters = this.#waiters.get(taskId) ?? new Set<ResultWaiter>();
+        this.#waiters.set(taskId, waiters);
+        waiters.add(waiter);
+        return () => {
+          waiters.delete(waiter);
+          if (waiters.size === 0 && this.#waiters.get(taskId) === waiters) this.#waiters.delete(taskId);
+        };
+      },
+      (waiter) => void this.#listen().catch((error: unknown) => waiter.reject(error)),
+    );
   }
 
   /** Forgets the buffered state of the task (the broker keeps nothing once a reply was consumed). */

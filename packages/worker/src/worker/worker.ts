@@ -1,4 +1,5 @@
 import { hostname as osHostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Consumer, PermissionDenied, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { jsonLogSink } from '../log-json-sink';
@@ -12,8 +13,9 @@ import { Autoscaler, type AutoscaleOptions } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
 import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
 import { controlCommands } from './control-commands';
-import { EtaTimer } from './eta-timer';
+import { deferDelayMs, defersToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
 import { storeFailure, storeUnreadable } from './failure-records';
+import { onStopSignals } from '../stop-signals';
 import { RedeliveryGuard, republishable } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
@@ -29,7 +31,8 @@ const ABANDON_SETTLE_MS = 5000;
  * unstarted messages, the worker-offline event): with a broker that is down those would wait for it without end.
  */
 const BROKER_CLOSE_BOUND_MS = 10_000;
-
+/** Shutdown's bounded waits must not keep the process alive once everything else has closed. */
+const UNREF = { ref: false };
 
 export interface WorkerOptions {
   /** Queues to consume (default: the app's `taskDefaultQueue`). */
@@ -301,9 +304,8 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.#consumer = consumer;
     await consumer.consume();
     // Celery 5.5+'s DelayedDelivery step, once the consumer has declared the queues: where the broker has a shared
-    // delay ladder, route its due messages for our queues to them — when kq delays through it (etaStrategy broker)
-    // or Celery's senders would (quorum queues).
-    if (transport.prepareDelayedDelivery && ((await this.app.etaStrategy()) === 'broker' || this.queues.some((queue) => queue.queueType === 'quorum'))) {
+    // delay ladder, route its due messages for our queues to them.
+    if (transport.prepareDelayedDelivery && needsBrokerDelayRoutes(await this.app.etaStrategy(), this.queues)) {
       await transport.prepareDelayedDelivery(this.queues).catch((error: unknown) => this.log.warning(`could not set up delayed delivery: ${String(error)}`));
     }
     this.autoscaler?.start();
@@ -338,22 +340,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   /** Installs SIGTERM/SIGINT handlers: the first signal stops warm, a second one cold. Returns the uninstaller. */
   installSignalHandlers(onStopped: () => void = () => process.exit(0)): () => void {
-    let signals = 0;
-    const handler = (signal: NodeJS.Signals): void => {
-      signals++;
-      const cold = signals > 1;
+    return onStopSignals((signal, count) => {
+      const cold = count > 1;
       this.log.warning(cold ? `${signal}: cold shutdown (running tasks are aborted and requeued)` : `${signal}: warm shutdown (press Ctrl+C again to force)`);
       void this.stop({ cold }).then(onStopped, (error: unknown) => {
         this.log.error(`shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
         onStopped();
       });
-    };
-    process.on('SIGTERM', handler);
-    process.on('SIGINT', handler);
-    return () => {
-      process.off('SIGTERM', handler);
-      process.off('SIGINT', handler);
-    };
+    });
   }
 
   /** The soft time limit (s) for a task: a remote `time_limit` override, else the app default. */
@@ -475,7 +469,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       await request.discardRevoked();
       return;
     }
-    const eta = message.eta !== null && message.eta.getTime() > Date.now() ? message.eta : null;
+    const eta = pendingEta(message.eta);
     // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
     // sees when it leaves the delay ladder): one task-received per task, not one per trip.
     if (eta && (await this.#deferToBroker(request, eta))) return;
@@ -526,14 +520,14 @@ export class Worker extends TypedEmitter<WorkerEvents> {
 
   /** Republishes an ETA task with the broker's delayed delivery and acks the original, so no worker holds it. */
   async #deferToBroker(request: Request, eta: Date): Promise<boolean> {
-    if ((await this.app.etaStrategy()) !== 'broker') return false;
+    if (!defersToBroker(await this.app.etaStrategy())) return false;
     const { delivery } = request;
     try {
       const channel = await this.app.connection.channel();
       // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
       // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
       await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
-        delay: Math.max(1, eta.getTime() - Date.now()),
+        delay: deferDelayMs(eta),
       });
       await delivery.ack();
       this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
@@ -565,7 +559,7 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     await this.pool.close(); // jobs not started yet were not acked: given back too
     if (!cold) {
       const timeout = (this.#options.shutdownTimeout ?? this.app.conf.workerShutdownTimeout) * 1000;
-      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout).then(() => false)]);
+      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout, undefined, UNREF).then(() => false)]);
       if (!finished) {
         this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; giving them back to the queue`);
         this.#abandonActive('shutdown timeout');
@@ -574,9 +568,9 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       this.#abandonActive('cold shutdown');
     }
     // Abandoned runs settle (requeue) now; wait for that before the channel closes, within a bound.
-    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS)]);
+    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS, undefined, UNREF)]);
     await this.pool.terminate();
-    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS).then(() => false)]);
+    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS, undefined, UNREF).then(() => false)]);
     if (!closed) {
       this.log.warning(
         `Could not finish with the broker within ${BROKER_CLOSE_BOUND_MS / 1000} s (is it down?); stopping anyway. ` +
@@ -590,10 +584,6 @@ export class Worker extends TypedEmitter<WorkerEvents> {
     this.log.info('Worker stopped');
     this.emit('shutdown');
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function expandHostname(name: string): string {
