@@ -32,7 +32,7 @@ export const APPLICABLE_FILES: readonly string[] = ['test_canvas.py', 'test_task
 
 export const NOT_APPLICABLE: Readonly<Record<string, string>> = {
   'test_backend.py': 'tests the Azure Block Blob result backend from the client; no worker takes part',
-  'test_security.py': 'message signing (the `auth` serializer): not in the selection yet; kq's `auth` serializer arrived after this run',
+  'test_security.py': "message signing (the `auth` serializer): not in the selection yet; kq's `auth` serializer arrived after this run",
   'test_worker.py': "starts `celery worker` itself in a subprocess to test Python's command line (5.5+)",
   'test_serialization.py': 'starts a Python worker itself in a subprocess with a test serializer (5.5+)',
   'test_serialization_config.py': "a config module for test_serialization.py's subprocess worker, no tests (5.5+)",
