@@ -1,4 +1,4 @@
-import { KqError, pythonRepr, pythonTupleRepr } from '@kq/core';
+import { brandClass, KqError, pythonRepr, pythonTupleRepr } from '@kq/core';
 
 /**
  * Throw from a task to fail as a named Python exception: the result stores `exc_module`, `exc_type` and the
@@ -24,6 +24,9 @@ export class PythonException extends KqError {
     this.name = pythonType;
   }
 }
+
+// `instanceof PythonException` holds for one thrown by a task of another copy of @kq/worker too (see brandClass).
+brandClass(PythonException, '@kq/worker:PythonException');
 
 /** Python's `str(exc)`: '' without arguments, the argument itself for one string, the tuple's repr for several. */
 export function formatExceptionMessage(args: unknown): string {
