@@ -121,7 +121,8 @@ export {
 } from './virtual/kombu-envelope';
 export { Mailbox, type BroadcastOptions, type MailboxOptions, type MailboxReply, type MailboxRequest } from './mailbox/mailbox';
 export { MailboxNode, NO_REPLY, type MailboxHandler, type MailboxNodeEvents, type MailboxRequestContext } from './mailbox/mailbox-node';
-export { matchNode, globToRegExp, type NodeMatcher } from './mailbox/node-matcher';
+export { matchNode, type NodeMatcher } from './mailbox/node-matcher';
+export { globToRegExp } from './glob-pattern';
 
 export {
   EXCEPTION_STATES,

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { SecurityError } from '../errors';
 import { Certificate } from './certificate';
+import { globToRegExp } from '../glob-pattern';
 
 /** The certificates whose signatures are trusted, by Celery's certificate id (Celery's `CertStore`). */
 export class CertificateStore {
@@ -58,7 +59,7 @@ function certificateFiles(path: string): string[] {
   if (/[*?[]/.test(directory)) {
     throw new SecurityError(`securityCertStore ${JSON.stringify(path)} has wildcards in its directory part; kq expands them in the file name only (e.g. "/etc/ssl/certs/*.pem").`);
   }
-  const matcher = fnmatch(pattern);
+  const matcher = globToRegExp(pattern);
   return isDirectory(directory) ? listFiles(directory, (name) => matcher.test(name)) : [];
 }
 
@@ -68,28 +69,6 @@ function listFiles(directory: string, wanted: (name: string) => boolean): string
     .map((name) => join(directory, name))
     .filter(isFile)
     .sort();
-}
-
-/** Python's fnmatch translation of one path segment. */
-function fnmatch(pattern: string): RegExp {
-  let source = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const char = pattern[i] as string;
-    if (char === '*') source += '.*';
-    else if (char === '?') source += '.';
-    else if (char === '[') {
-      const close = pattern.indexOf(']', i + 2);
-      if (close === -1) {
-        source += '\\[';
-        continue;
-      }
-      let set = pattern.slice(i + 1, close).replace(/\\/g, '\\\\');
-      if (set.startsWith('!')) set = `^${set.slice(1)}`;
-      source += `[${set}]`;
-      i = close;
-    } else source += char.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${source}$`, 's');
 }
 
 function isDirectory(path: string): boolean {
