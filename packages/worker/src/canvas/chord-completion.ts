@@ -1,6 +1,6 @@
 import { pythonRepr, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
-import { runAsCurrentTask } from '../current-task';
-import { ChordError, TaskFailedError } from '../errors';
+import { runAsCurrentTask } from '../send/current-task';
+import { ChordError, TaskFailedError } from '../errors/errors';
 import { type SignatureJson } from '../protocol/index';
 import { exceptionInfo, formatDateDone, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';

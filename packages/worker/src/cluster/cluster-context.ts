@@ -1,6 +1,6 @@
 import { processWide } from '@kq/core';
 import type { EventDispatcher } from '../events/event-dispatcher';
-import type { Worker } from '../worker/worker';
+import type { Worker } from '../runtime/worker';
 import type { ClusterOptions } from './cluster-options';
 import type { Gossip } from './gossip';
 import type { TaskOverrides } from './registered-tasks';

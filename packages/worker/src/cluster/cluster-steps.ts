@@ -1,6 +1,6 @@
 import { brandClass } from '@kq/core';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Worker } from '../runtime/worker';
 import { ClusterContext } from './cluster-context';
 import type { ClusterOptions } from './cluster-options';
 import { EventsStep } from './events-step';

@@ -1,7 +1,7 @@
 import { pythonStringRepr } from '@kq/core';
-import type { Request } from '../worker/request';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { Request } from '../runtime/request';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Worker } from '../runtime/worker';
 import { EventDispatcher } from '../events/event-dispatcher';
 import { taskEventFields, type TaskEventKind } from '../events/task-event-fields';
 import type { ClusterContext } from './cluster-context';

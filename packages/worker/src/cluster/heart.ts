@@ -1,6 +1,6 @@
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
-import { SOFTWARE_INFO, loadAverage } from '../events/software-info';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Worker } from '../runtime/worker';
+import { SOFTWARE_INFO, loadAverage } from '../protocol/software-info';
 import type { ClusterContext } from './cluster-context';
 
 /** Celery's default heartbeat interval, seconds. */

@@ -1,6 +1,6 @@
 import { pythonRepr, type MailboxReply } from '@kq/core';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Worker } from '../runtime/worker';
 import type { ClusterContext } from './cluster-context';
 
 /** Transports Celery runs Mingle on. */

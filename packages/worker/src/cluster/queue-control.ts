@@ -1,5 +1,5 @@
 import type { Queue } from '@kq/core';
-import type { Worker } from '../worker/worker';
+import type { Worker } from '../runtime/worker';
 
 /**
  * What `add_consumer` / `cancel_consumer` need from a worker: changing the task queues it consumes while it runs

@@ -1,11 +1,11 @@
 import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, type MailboxHandler } from '@kq/core';
-import { SOFTWARE_INFO } from '../events/software-info';
+import { SOFTWARE_INFO } from '../protocol/software-info';
 import { formatIsoDate } from '../protocol/index';
-import { parseRateLimit } from '../rate-limit';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Request } from '../worker/request';
-import { controlCommands } from '../worker/control-commands';
-import type { Worker } from '../worker/worker';
+import { parseRateLimit } from '../runtime/rate-limit';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Request } from '../runtime/request';
+import { controlCommands } from '../runtime/control-commands';
+import type { Worker } from '../runtime/worker';
 import { MemorySamples } from './memory-samples';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';

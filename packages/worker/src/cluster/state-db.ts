@@ -1,9 +1,9 @@
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { KqError, type LamportClock, type LimitedSet, type LimitedSetWire } from '@kq/core';
-import type { Logger } from '../logger';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { Logger } from '../log/logger';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { Worker } from '../runtime/worker';
 import type { ClusterContext } from './cluster-context';
 
 /** Format marker and version of kq's state file. */

@@ -1,5 +1,5 @@
 import type { Transport } from '@kq/core';
-import type { Worker } from '../worker/worker';
+import type { Worker } from '../runtime/worker';
 import { hideSecrets } from './worker-conf';
 
 /**

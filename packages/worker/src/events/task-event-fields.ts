@@ -1,7 +1,7 @@
 import { pythonRepr } from '@kq/core';
 import { REPR_MAX_LENGTH, formatIsoDate, truncateRepr } from '../protocol/index';
 import { exceptionInfo, exceptionTraceback } from '../results/index';
-import type { Request } from '../worker/request';
+import type { Request } from '../runtime/request';
 
 /** The task lifecycle steps a worker reports (`worker.on('task', ...)`), i.e. `task-<kind>` events. */
 export type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';

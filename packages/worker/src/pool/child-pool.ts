@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import { backoffCountdown, EncodeError, KqError } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import { SoftTimeLimitExceeded, WorkerLostError } from '../errors';
-import type { Logger } from '../logger';
-import type { TaskContext, TaskRequest } from '../task-context';
+import type { AppContract } from '../task/app-contract';
+import { SoftTimeLimitExceeded, WorkerLostError } from '../errors/errors';
+import type { Logger } from '../log/logger';
+import type { TaskContext, TaskRequest } from '../task/task-context';
 import type { ChildHandle } from './child-handle';
 import type { ChildMessage, DoneMessage, PublishMessage } from './child-protocol';
 import { childScript } from './child-script';

@@ -1,8 +1,8 @@
 import type { ResultTuple } from '@kq/core';
-import type { LogLevel } from '../logger';
+import type { LogLevel } from '../log/logger';
 import type { SignatureJson } from '../protocol/index';
-import type { ApplyOptions } from '../task';
-import type { TaskRequest } from '../task-context';
+import type { ApplyOptions } from '../task/task';
+import type { TaskRequest } from '../task/task-context';
 import type { SerializedError } from './serialized-error';
 
 /*

@@ -1,16 +1,16 @@
 import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { EncodeError, KqError } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import { NotRegistered } from '../errors';
-import { Logger, type LogLevel } from '../logger';
-import { currentTask } from '../current-task';
-import { signaturesJson } from '../prepare-task-message';
-import type { ApplyOptions, Task } from '../task';
-import { TaskContext, type TaskRequest } from '../task-context';
+import type { AppContract } from '../task/app-contract';
+import { NotRegistered } from '../errors/errors';
+import { Logger, type LogLevel } from '../log/logger';
+import { currentTask } from '../send/current-task';
+import { signaturesJson } from '../task/prepare-task-message';
+import type { ApplyOptions, Task } from '../task/task';
+import { TaskContext, type TaskRequest } from '../task/task-context';
 import { autoretry } from './autoretry';
 import type { ChildInit, ChildMessage, DoneMessage, ParentMessage, PublishMessage, RunMessage } from './child-protocol';
-import { loadAppModule } from './load-app-module';
+import { loadAppModule } from '../app/load-app-module';
 import { deserializeError, serializeError } from './serialized-error';
 
 /** How a child talks to its pool: `parentPort` in a worker thread, the IPC channel in a child process. */

@@ -1,4 +1,4 @@
-import type { TaskContext } from '../task-context';
+import type { TaskContext } from '../task/task-context';
 
 /**
  * A unit of work handed to a pool: runs a task request to completion (it never rejects). A job may call `release`

@@ -1,5 +1,5 @@
 import type { Context, Span } from '@opentelemetry/api';
-import { KQ_VERSION } from '../events/software-info';
+import { KQ_VERSION } from '../protocol/software-info';
 import { openTelemetry, tracingActive, type OpenTelemetry } from './open-telemetry';
 
 // Names and attributes as Python's opentelemetry-instrumentation-celery writes them, so a trace reads the same

@@ -1,5 +1,5 @@
 import { Mailbox, type BroadcastOptions, type Connection, type MailboxReply } from '@kq/core';
-import type { AppConfig } from './config';
+import type { AppConfig } from '../config/config';
 
 export interface RevokeOptions {
   /** Also abort the task if it is running (its `signal` is aborted). */

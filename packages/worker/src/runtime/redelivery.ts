@@ -1,6 +1,6 @@
 import type { Delivery, OutgoingMessage } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import type { Logger } from '../logger';
+import type { AppContract } from '../task/app-contract';
+import type { Logger } from '../log/logger';
 import type { TaskMessage } from '../protocol/index';
 import type { WorkerState } from './worker-state';
 

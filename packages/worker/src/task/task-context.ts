@@ -1,10 +1,10 @@
 import type { DeliveryInfo, MessageProperties, ResultTuple } from '@kq/core';
-import type { ResultNode } from './results/index';
-import type { ApplyOptions } from './apply-options';
-import { Chain, Group, Signature, pipe, type AnySignature } from './canvas/index';
-import { Ignore, ImproperlyConfigured, MaxRetriesExceededError, Retry } from './errors';
-import type { Logger } from './logger';
-import type { TaskMessage } from './protocol/index';
+import type { ResultNode } from '../results/index';
+import type { ApplyOptions } from '../send/apply-options';
+import { Chain, Group, Signature, pipe, type AnySignature } from '../canvas/index';
+import { Ignore, ImproperlyConfigured, MaxRetriesExceededError, Retry } from '../errors/errors';
+import type { Logger } from '../log/logger';
+import type { TaskMessage } from '../protocol/index';
 import type { Task } from './task';
 import type { TaskApp } from './task-app';
 

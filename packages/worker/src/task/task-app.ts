@@ -1,8 +1,8 @@
-import type { ApplyOptions, TaskCall } from './apply-options';
-import type { CanvasApp } from './canvas/index';
-import type { AppConfig } from './config';
-import type { Logger } from './logger';
-import type { AsyncResult } from './results/index';
+import type { ApplyOptions, TaskCall } from '../send/apply-options';
+import type { CanvasApp } from '../canvas/index';
+import type { AppConfig } from '../config/config';
+import type { Logger } from '../log/logger';
+import type { AsyncResult } from '../results/index';
 
 /**
  * The app as a task and a running task's context see it (`task.app`, `ctx.app`): sending, its configuration and log.

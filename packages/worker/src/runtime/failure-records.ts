@@ -1,6 +1,6 @@
 import { isUnreadableContent, type Delivery, type ResultMeta } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import type { Logger } from '../logger';
+import type { AppContract } from '../task/app-contract';
+import type { Logger } from '../log/logger';
 import { type TaskMessage } from '../protocol/index';
 import { exceptionInfo, formatDateDone } from '../results/index';
 

@@ -1,6 +1,6 @@
-import type { AppContract } from '../app-contract';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { AppContract } from '../../task/app-contract';
+import type { WorkerStep } from '../../runtime/bootstep';
+import type { Worker } from '../../runtime/worker';
 import { periodicTasks, type PeriodicTask } from './define-periodic';
 
 /**

@@ -1,9 +1,9 @@
 import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
 import type { AppContract } from './app-contract';
-import { InvalidTaskError } from './errors';
-import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from './protocol/index';
-import type { ApplyOptions, SignatureLike, TaskEmbed } from './apply-options';
-import { currentTask } from './current-task';
+import { InvalidTaskError } from '../errors/errors';
+import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from '../protocol/index';
+import type { ApplyOptions, SignatureLike, TaskEmbed } from '../send/apply-options';
+import { currentTask } from '../send/current-task';
 
 export type { TaskEmbed };
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { KqError, installCommand } from '@kq/core';
-import { App } from '../app';
+import { App } from './app';
 
 const TSX_REGISTERED = Symbol.for('kq.tsxRegistered');
 

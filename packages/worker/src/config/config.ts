@@ -1,4 +1,4 @@
-import type { LogFormat } from './logger';
+import type { LogFormat } from '../log/logger';
 import { DEFAULT_MAX_MESSAGE_SIZE, type Queue, type QueueType, type RetryPolicy, type TlsOption } from '@kq/core';
 
 /** Where a task goes: a queue name (Celery's `{'queue': ...}`), or exchange + routing key. */

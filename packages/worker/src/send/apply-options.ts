@@ -1,4 +1,4 @@
-import type { SignatureJson } from './protocol/index';
+import type { SignatureJson } from '../protocol/index';
 
 /** A signature, or anything that serializes to one (what `link`/`linkError` take). */
 export interface SignatureLike {

@@ -1,4 +1,4 @@
-import type { EtaStrategy } from '../config';
+import type { EtaStrategy } from '../config/config';
 
 /*
  * ETA and countdown tasks, in one place: the policy (on send, and when a worker receives one) and the timer that

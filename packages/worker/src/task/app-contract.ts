@@ -1,8 +1,8 @@
 import type { Connection, LamportClock, Producer, ResultBackend } from '@kq/core';
-import type { EtaStrategy } from './config';
-import type { Control } from './control';
-import type { AsyncResult } from './results/index';
-import type { Router } from './router';
+import type { EtaStrategy } from '../config/config';
+import type { Control } from '../control/control';
+import type { AsyncResult } from '../results/index';
+import type { Router } from '../send/router';
 import type { Task, TaskFunction, TaskOptions } from './task';
 import type { TaskApp } from './task-app';
 

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Queue } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import type { Logger } from '../logger';
+import type { AppContract } from '../../task/app-contract';
+import type { Logger } from '../../log/logger';
 import type { PeriodicMeta } from './periodic-meta';
 
 /**

@@ -1,11 +1,11 @@
 import type { TaskState } from '@kq/core';
-import type { AppContract } from '../app-contract';
+import type { AppContract } from '../task/app-contract';
 import { Group, onChordPartReturn, Signature, type AnySignature, type ErrbackCaller } from '../canvas/index';
-import type { Logger } from '../logger';
+import type { Logger } from '../log/logger';
 import { type SignatureJson, type TaskMessage } from '../protocol/index';
 import { formatDateDone } from '../results/index';
-import type { Task } from '../task';
-import { TaskContext, type TaskRequest } from '../task-context';
+import type { Task } from '../task/task';
+import { TaskContext, type TaskRequest } from '../task/task-context';
 
 /*
  * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,

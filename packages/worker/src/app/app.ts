@@ -12,27 +12,27 @@ import {
   type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
-import type { AppContract } from './app-contract';
-import { builtinTasks, Signature, type BuiltinContext, type SignatureOptions } from './canvas/index';
-import { normalizeSettings, type CelerySettings } from './celery-settings';
-import type { ClusterOptions } from './cluster/cluster-options';
-import { withClusterSteps } from './cluster/cluster-steps';
-import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from './config';
-import { Control } from './control';
-import { currentTask } from './current-task';
-import { loadOpenTelemetry } from './telemetry/open-telemetry';
-import { startPublishTrace, withTraceHeaders, type PublishTrace } from './telemetry/task-tracing';
-import { sendTaskSentEvent, taskSentFields } from './events/task-sent';
-import { Logger } from './logger';
-import { namesSigning, registerMessageSigning, type SecuritySettings } from './message-signing';
-import { definePeriodic, type PeriodicOptions, type PeriodicTask } from './periodic/define-periodic';
-import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from './prepare-task-message';
-import { assertTimeZone } from './protocol/index';
-import { AsyncResult, assertDateDoneForm, registerRpcResultBackend, type Revoker } from './results/index';
-import { Router } from './router';
-import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task';
-import { etaStrategyOf, sendDelayMs } from './worker/eta';
-import { Worker, type WorkerOptions } from './worker/worker';
+import type { AppContract } from '../task/app-contract';
+import { builtinTasks, Signature, type BuiltinContext, type SignatureOptions } from '../canvas/index';
+import { normalizeSettings, type CelerySettings } from '../config/celery-settings';
+import type { ClusterOptions } from '../cluster/cluster-options';
+import { withClusterSteps } from '../cluster/cluster-steps';
+import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from '../config/config';
+import { Control } from '../control/control';
+import { currentTask } from '../send/current-task';
+import { loadOpenTelemetry } from '../telemetry/open-telemetry';
+import { startPublishTrace, withTraceHeaders, type PublishTrace } from '../telemetry/task-tracing';
+import { sendTaskSentEvent, taskSentFields } from '../events/task-sent';
+import { Logger } from '../log/logger';
+import { namesSigning, registerMessageSigning, type SecuritySettings } from '../security/message-signing';
+import { definePeriodic, type PeriodicOptions, type PeriodicTask } from '../beat/periodic/define-periodic';
+import { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from '../task/prepare-task-message';
+import { assertTimeZone } from '../protocol/index';
+import { AsyncResult, assertDateDoneForm, registerRpcResultBackend, type Revoker } from '../results/index';
+import { Router } from '../send/router';
+import { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from '../task/task';
+import { etaStrategyOf, sendDelayMs } from '../runtime/eta';
+import { Worker, type WorkerOptions } from '../runtime/worker';
 
 // One copy of @kq/worker per process, or a loud error. Here rather than in index.ts: the CLI and the pool child are
 // entries of their own, and all three load this module.

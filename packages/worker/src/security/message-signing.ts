@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { AUTH_SERIALIZER, createAuthSerializer, defaultSerializers, loadCertificateStore, SecurityError } from '@kq/core';
-import type { AppConfig } from './config';
-import { ImproperlyConfigured } from './errors';
+import type { AppConfig } from '../config/config';
+import { ImproperlyConfigured } from '../errors/errors';
 
 /** The settings message signing reads. */
 export type SecuritySettings = Pick<

@@ -1,8 +1,8 @@
 import { styleText } from 'node:util';
 import type Pino from 'pino';
-import { lazyRequire } from './lazy-require';
+import { lazyRequire } from '../platform/lazy-require';
 import { PINO_LEVELS, type LogFormat, type LogLevel, type LogRecord, type LogSink } from './log-record';
-import { activeTraceIds } from './telemetry/task-tracing';
+import { activeTraceIds } from '../telemetry/task-tracing';
 
 /** pino, loaded with the first sink that needs it (see lazy-require.ts). */
 const loadPino = lazyRequire<typeof Pino>('pino');

@@ -1,8 +1,8 @@
 import { KqError } from '@kq/core';
-import type { ApplyOptions, TaskCall } from './apply-options';
-import { Chunks, MapSignature, Signature, type SignatureOptions } from './canvas/index';
-import { runAsCurrentTask } from './current-task';
-import { AsyncResult, GroupResult } from './results/index';
+import type { ApplyOptions, TaskCall } from '../send/apply-options';
+import { Chunks, MapSignature, Signature, type SignatureOptions } from '../canvas/index';
+import { runAsCurrentTask } from '../send/current-task';
+import { AsyncResult, GroupResult } from '../results/index';
 import type { TaskApp } from './task-app';
 import { bindArguments, parseParameters, type KwargsOf, type TaskParameter } from './task-arguments';
 import type { TaskContext } from './task-context';

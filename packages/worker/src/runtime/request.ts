@@ -1,9 +1,9 @@
 import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
-import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors';
+import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
 import { type TaskMessage } from '../protocol/index';
 import { exceptionInfo, formatDateDone } from '../results/index';
-import type { Task } from '../task';
-import { TaskContext, type TaskRequest } from '../task-context';
+import type { Task } from '../task/task';
+import { TaskContext, type TaskRequest } from '../task/task-context';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';

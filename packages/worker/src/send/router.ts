@@ -1,5 +1,5 @@
 import { Exchange, Queue, globToRegExp } from '@kq/core';
-import type { AppConfig, Route } from './config';
+import type { AppConfig, Route } from '../config/config';
 
 /** Where one task message is published, and the queue to declare first (Celery's maybe_declare). */
 export interface ResolvedRoute {
