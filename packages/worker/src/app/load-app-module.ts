@@ -1,39 +1,11 @@
-import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { KqError, installCommand } from '@kq/core';
-import { App } from './app';
-
-const TSX_REGISTERED = Symbol.for('kq.tsxRegistered');
+import { importAppModule } from '../pool/import-app-module';
+import type { App } from './app';
 
 /**
- * Imports the module a pool child runs tasks from and returns its App (`export const app` or the default export).
- * A TypeScript module is loaded through tsx, registered here unless the bootstrap already did.
+ * Imports the module that exports your App (`export const app` or the default export) and returns it: what `kq -A`
+ * and the pool children do. A TypeScript module is loaded through tsx.
  */
 export async function loadAppModule(path: string): Promise<App> {
-  const file = isAbsolute(path) ? path : resolve(path);
-  if (!existsSync(file)) throw new KqError(`Cannot find the app module ${path} (looked at ${file}). Pass the module that exports your App (-A / appModule).`);
-  if (/\.[cm]?tsx?$/.test(file) && !(globalThis as Record<symbol, unknown>)[TSX_REGISTERED]) {
-    try {
-      const { register } = (await import('tsx/esm/api' as string)) as { register: () => void };
-      register();
-      (globalThis as Record<symbol, unknown>)[TSX_REGISTERED] = true;
-    } catch (error) {
-      throw new KqError(`${path} is TypeScript: install tsx (${installCommand('tsx', { dev: true })}) so kq can load it, or point -A / appModule at the compiled .js file.`, { cause: error });
-    }
-  }
-  const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-  const candidate = module['app'] ?? module['default'];
-  if (!isApp(candidate)) {
-    throw new KqError(`${path} must export an App as \`app\` or as its default export (export const app = new App('proj', {...})).`);
-  }
-  return candidate;
-}
-
-/** `instanceof`, or the shape of one when the module got the other build of @kq/worker (CommonJS next to ESM). */
-function isApp(value: unknown): value is App {
-  if (value instanceof App) return true;
-  if (typeof value !== 'object' || value === null) return false;
-  const shape = value as Record<string, unknown>;
-  return shape['tasks'] instanceof Map && typeof shape['sendTaskMessage'] === 'function' && typeof shape['conf'] === 'object';
+  // Checked by shape (the App's tasks, conf and sendTaskMessage), which every App has.
+  return (await importAppModule(path)) as App;
 }

@@ -1,6 +1,6 @@
 import { brandClass } from '@kq/core';
 import type { WorkerStep } from '../runtime/bootstep';
-import type { Worker } from '../runtime/worker';
+import type { WorkerHost } from '../runtime/worker-host';
 import { ClusterContext } from './cluster-context';
 import type { ClusterOptions } from './cluster-options';
 import { EventsStep } from './events-step';
@@ -19,11 +19,11 @@ export class ClusterBindingStep implements WorkerStep {
     this.#context = context;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     this.#context.claim(worker);
   }
 
-  async stop(worker: Worker): Promise<void> {
+  async stop(worker: WorkerHost): Promise<void> {
     this.#context.release(worker);
   }
 }

@@ -5,7 +5,7 @@ import { EventReceiver, prepareEvent, type EventBinding } from '../events/event-
 import { isEventLike, nowSeconds, type ReceivedEvent } from '../events/event';
 import { SOFTWARE_INFO } from '../protocol/software-info';
 import type { WorkerStep } from '../runtime/bootstep';
-import type { Worker } from '../runtime/worker';
+import type { WorkerHost } from '../runtime/worker-host';
 import type { ClusterContext } from './cluster-context';
 import { compareCodePoints } from './code-point-order';
 import { heapPush, type ElectionEntry } from './election-heap';
@@ -84,7 +84,7 @@ export interface GossipOptions {
  * take part.
  */
 export class Gossip extends TypedEmitter<GossipEvents> {
-  readonly worker: Worker;
+  readonly worker: WorkerHost;
   readonly hostname: string;
   /** `hostname.pid`: how elections name this worker. */
   readonly fullHostname: string;
@@ -119,7 +119,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   #deciding = false;
   #decisionTimer: NodeJS.Timeout | undefined;
 
-  constructor(worker: Worker, dispatcher: EventDispatcher | undefined, options: GossipOptions = {}) {
+  constructor(worker: WorkerHost, dispatcher: EventDispatcher | undefined, options: GossipOptions = {}) {
     super();
     this.worker = worker;
     this.hostname = worker.hostname;
@@ -525,7 +525,7 @@ export class GossipStep implements WorkerStep {
     return this.#gossip;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     if (!this.#context.owns(worker) || this.#context.options.gossip === false) return;
     const transport = await worker.app.connection.transport();
     if (!transport.capabilities.fanout) return;

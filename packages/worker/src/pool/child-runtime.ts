@@ -10,7 +10,7 @@ import type { ApplyOptions, Task } from '../task/task';
 import { TaskContext, type TaskRequest } from '../task/task-context';
 import { autoretry } from './autoretry';
 import type { ChildInit, ChildMessage, DoneMessage, ParentMessage, PublishMessage, RunMessage } from './child-protocol';
-import { loadAppModule } from '../app/load-app-module';
+import { importAppModule } from './import-app-module';
 import { deserializeError, serializeError } from './serialized-error';
 
 /** How a child talks to its pool: `parentPort` in a worker thread, the IPC channel in a child process. */
@@ -77,7 +77,7 @@ export class ChildRuntime {
   async #init(init: ChildInit): Promise<void> {
     this.#loglevel = init.loglevel;
     try {
-      const app = await loadAppModule(init.appModule);
+      const app = await importAppModule(init.appModule);
       Object.assign(app.conf, init.conf);
       if (app.conf.broker.startsWith('memory://')) this.#relayPublishes(app);
       this.#app = app;

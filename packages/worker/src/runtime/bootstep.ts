@@ -1,5 +1,5 @@
 import type { MailboxHandler } from '@kq/core';
-import type { Worker } from './worker';
+import type { WorkerHost } from './worker-host';
 
 /**
  * A piece of the worker that starts and stops with it (Celery's bootsteps): events, Mingle, Gossip, heartbeats,
@@ -7,8 +7,8 @@ import type { Worker } from './worker';
  */
 export interface WorkerStep {
   readonly name: string;
-  start(worker: Worker): Promise<void>;
-  stop(worker: Worker): Promise<void>;
+  start(worker: WorkerHost): Promise<void>;
+  stop(worker: WorkerHost): Promise<void>;
   /** Remote-control commands the step answers (merged over the worker's own). */
-  commands?(worker: Worker): Record<string, MailboxHandler>;
+  commands?(worker: WorkerHost): Record<string, MailboxHandler>;
 }

@@ -1,11 +1,11 @@
 import { KqError, NO_REPLY, type MailboxHandler } from '@kq/core';
-import type { Worker } from './worker';
+import type { WorkerHost } from './worker-host';
 
 /**
  * The remote-control commands a kq worker answers, with Celery's argument and reply shapes
  * (docs/wire.md#remote-control-pidbox), so `celery inspect` / `celery control` and Flower work against kq workers.
  */
-export function controlCommands(worker: Worker): Record<string, MailboxHandler> {
+export function controlCommands(worker: WorkerHost): Record<string, MailboxHandler> {
   const ids = (value: unknown): string[] =>
     (Array.isArray(value) ? value : typeof value === 'string' ? [value] : []).filter((id): id is string => typeof id === 'string');
 

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Request } from './request';
-import type { Worker } from './worker';
+import type { HeldTask } from './held-task';
+import type { WorkerHost } from './worker-host';
 
 export interface HttpEndpointOptions {
   /** Port to listen on; 0 picks a free one (see `port` once started). */
@@ -28,13 +28,13 @@ interface WorkerMetrics {
  * prom-client). node:http is enough for three GET routes; prom-client is loaded only when the endpoint starts.
  */
 export class WorkerHttpEndpoint {
-  readonly #worker: Worker;
+  readonly #worker: WorkerHost;
   readonly #options: HttpEndpointOptions;
   #server: Server | undefined;
   #metrics: WorkerMetrics | undefined;
-  #onTask: ((kind: string, request: Request, fields: Readonly<Record<string, unknown>>) => void) | undefined;
+  #onTask: ((kind: string, request: HeldTask, fields: Readonly<Record<string, unknown>>) => void) | undefined;
 
-  constructor(worker: Worker, options: HttpEndpointOptions) {
+  constructor(worker: WorkerHost, options: HttpEndpointOptions) {
     this.#worker = worker;
     this.#options = options;
   }

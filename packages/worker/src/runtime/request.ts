@@ -7,22 +7,8 @@ import { TaskContext, type TaskRequest } from '../task/task-context';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';
-import type { Worker } from './worker';
-
-/** Celery's `Request.info()`: what `inspect active/reserved/scheduled` report about a task. */
-export interface RequestInfo {
-  id: string;
-  name: string;
-  args: unknown;
-  kwargs: unknown;
-  type: string;
-  hostname: string;
-  time_start: number | null;
-  acknowledged: boolean;
-  /** `redelivered` is null where the broker marks only redeliveries (Redis, as Celery reports it there). */
-  delivery_info: { exchange: string; routing_key: string; priority: number | null; redelivered: boolean | null };
-  worker_pid: number | null;
-}
+import type { HeldTask, RequestInfo } from './held-task';
+import type { WorkerHost } from './worker-host';
 
 type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ignored';
 
@@ -30,8 +16,8 @@ type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ig
  * One received task message, from receipt to its final ack or reject: the policy Celery applies (early or late
  * acks, retries, time limits, revokes), with the result stored in Celery's format.
  */
-export class Request {
-  readonly worker: Worker;
+export class Request implements HeldTask {
+  readonly worker: WorkerHost;
   readonly delivery: Delivery;
   readonly message: TaskMessage;
   readonly task: Task;
@@ -56,7 +42,7 @@ export class Request {
   #failure: unknown;
   #retryReason: unknown;
 
-  constructor(worker: Worker, delivery: Delivery, message: TaskMessage, task: Task) {
+  constructor(worker: WorkerHost, delivery: Delivery, message: TaskMessage, task: Task) {
     this.worker = worker;
     this.delivery = delivery;
     this.message = message;

@@ -1,5 +1,5 @@
 import { LimitedSet } from '@kq/core';
-import type { Request } from './request';
+import type { HeldTask } from './held-task';
 
 /**
  * What a worker knows about its tasks (Celery's `worker.state`): the revoked set (shared with peers through
@@ -18,21 +18,21 @@ export class WorkerState {
    */
   readonly succeeded = new LimitedSet<string>({ maxlen: 10_000, expires: 3600 });
   /** Received and not yet finished (includes active and ETA-held). */
-  readonly reserved = new Set<Request>();
+  readonly reserved = new Set<HeldTask>();
   /** Running now, by task id. */
-  readonly active = new Map<string, Request>();
+  readonly active = new Map<string, HeldTask>();
   /** Tasks accepted per task name (`inspect stats` → total). */
   readonly total = new Map<string, number>();
   processed = 0;
   readonly startedAt = Date.now();
 
-  taskAccepted(request: Request): void {
+  taskAccepted(request: HeldTask): void {
     this.active.set(request.id, request);
     this.processed++;
     this.total.set(request.name, (this.total.get(request.name) ?? 0) + 1);
   }
 
-  taskReady(request: Request): void {
+  taskReady(request: HeldTask): void {
     this.active.delete(request.id);
     this.reserved.delete(request);
   }

@@ -19,6 +19,8 @@ import { onStopSignals } from '../platform/stop-signals';
 import { RedeliveryGuard, republishable } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
+import type { TaskEventKind } from '../events/task-event-fields';
+import type { WorkerHost } from './worker-host';
 import { WorkerState } from './worker-state';
 
 /** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
@@ -72,8 +74,6 @@ export interface WorkerOptions {
   steps?: readonly WorkerStep[];
 }
 
-type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';
-
 export type WorkerEvents = {
   /** Consuming and answering remote control. */
   ready: [];
@@ -102,7 +102,7 @@ export type WorkerEvents = {
  * receipt and before running, ETA tasks deferred to the broker or held (with the prefetch bump), per-task rate
  * limits, acks early or late. Bad input is rejected with a logged reason and never stops the worker.
  */
-export class Worker extends TypedEmitter<WorkerEvents> {
+export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
   readonly app: AppContract;
   readonly hostname: string;
   readonly state = new WorkerState();

@@ -1,6 +1,6 @@
 import type { AppContract } from '../../task/app-contract';
 import type { WorkerStep } from '../../runtime/bootstep';
-import type { Worker } from '../../runtime/worker';
+import type { WorkerHost } from '../../runtime/worker-host';
 import { periodicTasks, type PeriodicTask } from './define-periodic';
 
 /**
@@ -14,7 +14,7 @@ export function periodicStep(): WorkerStep {
   const timers: NodeJS.Timeout[] = [];
   return {
     name: 'periodic',
-    async start(worker: Worker): Promise<void> {
+    async start(worker: WorkerHost): Promise<void> {
       for (const periodic of periodicTasks(worker.app)) {
         if (!periodic.enabled) continue;
         await ensure(worker.app, periodic);
