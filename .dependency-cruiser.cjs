@@ -8,7 +8,7 @@ const WORKER_FOLDERS = {
   errors: [],
   platform: [],
   protocol: ['errors'],
-  telemetry: ['protocol'],
+  telemetry: ['errors', 'protocol'],
   log: ['platform', 'telemetry'],
   config: ['log'],
   security: ['config', 'errors'],

@@ -38,7 +38,8 @@ export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOpt
 export { TaskContext, type RetryOptions, type TaskRequest } from './task/task-context';
 export { parseRateLimit, TokenBucket } from './runtime/rate-limit';
 export { backoffCountdown } from '@kq/core';
-export { Worker, type WorkerEvents, type WorkerOptions } from './runtime/worker';
+export { Worker } from './runtime/worker';
+export type { WorkerEvents, WorkerOptions } from './runtime/worker-options';
 export { REDELIVERIES_HEADER } from './runtime/redelivery';
 export { Request } from './runtime/request';
 export type { HeldTask, RequestInfo } from './runtime/held-task';

@@ -4,7 +4,7 @@ import type { WorkerHost } from '../runtime/worker-host';
 import { ClusterContext } from './cluster-context';
 import type { ClusterOptions } from './cluster-options';
 import { EventsStep } from './events-step';
-import { GossipStep } from './gossip';
+import { GossipStep } from './gossip-step';
 import { HeartStep } from './heart';
 import { MingleStep } from './mingle';
 import { RemoteControlStep } from './remote-control';

@@ -12,6 +12,7 @@ import { autoretry } from './autoretry';
 import type { ChildInit, ChildMessage, DoneMessage, ParentMessage, PublishMessage, RunMessage } from './child-protocol';
 import { importAppModule } from './import-app-module';
 import { deserializeError, serializeError } from './serialized-error';
+import { describeError } from '../errors/describe-error';
 
 /** How a child talks to its pool: `parentPort` in a worker thread, the IPC channel in a child process. */
 export interface ParentPort {
@@ -46,7 +47,7 @@ export class ChildRuntime {
     this.#port.onMessage((message) => this.#handle(message));
     // A promise a task left behind must not take the child (and the next task) down: report it instead.
     process.on('unhandledRejection', (reason) => {
-      this.#log(null, 'error', 'kq.pool.child', `Unhandled rejection in a pool child: ${describe(reason)}`);
+      this.#log(null, 'error', 'kq.pool.child', `Unhandled rejection in a pool child: ${describeError(reason)}`);
     });
   }
 
@@ -116,7 +117,7 @@ export class ChildRuntime {
     try {
       this.#port.send(done);
     } catch (error) {
-      const reason = new EncodeError(`The task's return value cannot be sent back to the worker: ${describe(error)}. Return plain data.`);
+      const reason = new EncodeError(`The task's return value cannot be sent back to the worker: ${describeError(error)}. Return plain data.`);
       this.#port.send({ type: 'done', id, ok: false, error: serializeError(reason), memory: done.memory });
     }
   }
@@ -187,7 +188,6 @@ function restoreRequest(request: TaskRequest): TaskRequest {
   return { ...request, message: { ...request.message, args: request.args as unknown[], kwargs: request.kwargs as Record<string, unknown> } };
 }
 
-
 /**
  * What `maxMemoryPerChild` is compared with: a process's resident set; for a thread (whose process RSS is shared),
  * its own V8 heap plus the buffers it allocated.
@@ -196,8 +196,4 @@ function memoryKiB(kind: ParentPort['kind']): number {
   if (kind === 'processes') return Math.round(process.memoryUsage.rss() / 1024);
   const heap = getHeapStatistics();
   return Math.round((heap.used_heap_size + heap.external_memory) / 1024);
-}
-
-function describe(value: unknown): string {
-  return value instanceof Error ? `${value.name}: ${value.message}` : String(value);
 }

@@ -6,6 +6,7 @@ import { type SignatureJson, type TaskMessage } from '../protocol/index';
 import { formatDateDone } from '../results/index';
 import type { Task } from '../task/task';
 import { TaskContext, type TaskRequest } from '../task/task-context';
+import { describeError } from '../errors/describe-error';
 
 /*
  * What a finished task sends on, exactly as Celery's tracer does: callbacks and the next chain step with its result,
@@ -37,7 +38,7 @@ export async function sendCallbacks(app: AppContract, log: Logger, message: Task
       await next.applyWire([value], {}, { ...parent, chain: chain.slice(0, -1) });
     }
   } catch (error) {
-    log.error(`Could not send the callbacks of ${message.name}[${message.id}]: ${describe(error)}`);
+    log.error(`Could not send the callbacks of ${message.name}[${message.id}]: ${describeError(error)}`);
   }
 }
 
@@ -54,7 +55,7 @@ export async function sendErrbacks(app: AppContract, log: Logger, message: TaskM
     if (signatures.length === 0) return;
     await new Group(signatures, {}, app).applyWire([message.id], {}, { parent_id: message.id, root_id: message.rootId ?? message.id });
   } catch (error) {
-    log.error(`Could not send the errbacks of ${message.name}[${message.id}]: ${describe(error)}`);
+    log.error(`Could not send the errbacks of ${message.name}[${message.id}]: ${describeError(error)}`);
   }
 }
 
@@ -76,7 +77,7 @@ export function errbackCaller(app: AppContract, log: Logger, running: TaskReques
       try {
         await task.invoke(new TaskContext(app, task, call, new AbortController().signal, log));
       } catch (errbackError) {
-        log.error(`Errback ${task.name} of ${request.name}[${request.id}] raised: ${describe(errbackError)}`);
+        log.error(`Errback ${task.name} of ${request.name}[${request.id}] raised: ${describeError(errbackError)}`);
       }
     }
     return toSend;
@@ -97,7 +98,7 @@ export async function chordPartReturn(app: AppContract, log: Logger, message: Ta
       running ? errbackCaller(app, log, running) : undefined,
     );
   } catch (error) {
-    log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describe(error)}`);
+    log.error(`Could not record ${message.name}[${message.id}] in chord ${message.group}: ${describeError(error)}`);
   }
 }
 
@@ -147,11 +148,7 @@ export async function failRemainingChain(
         );
       }
     } catch (error) {
-      log.error(`Could not fail chain step ${step.task}[${taskId ?? '?'}] after ${message.name}[${message.id}]: ${describe(error)}`);
+      log.error(`Could not fail chain step ${step.task}[${taskId ?? '?'}] after ${message.name}[${message.id}]: ${describeError(error)}`);
     }
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,4 +1,9 @@
 import type { EtaStrategy } from '../config/config';
+import type { Logger } from '../log/logger';
+import { formatIsoDate } from '../protocol/index';
+import type { AppContract } from '../task/app-contract';
+import type { HeldTask } from './held-task';
+import { republishable } from './redelivery';
 
 /*
  * ETA and countdown tasks, in one place: the policy (on send, and when a worker receives one) and the timer that
@@ -42,6 +47,29 @@ export function needsBrokerDelayRoutes(strategy: EtaStrategy, queues: ReadonlyAr
 /** The delay to give a deferred task back with: at least 1 ms, so it takes the broker's delay path even if just due. */
 export function deferDelayMs(eta: Date, nowMs: number = Date.now()): number {
   return Math.max(1, eta.getTime() - nowMs);
+}
+
+/**
+ * Under `broker`, republishes a received ETA task with the broker's delayed delivery and acks the original, so no
+ * worker holds it. False when the worker is to hold it: under `worker`, or when the republish failed.
+ */
+export async function deferToBroker(app: AppContract, log: Logger, request: HeldTask, eta: Date): Promise<boolean> {
+  if (!defersToBroker(await app.etaStrategy())) return false;
+  const { delivery } = request;
+  try {
+    const channel = await app.connection.channel();
+    // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
+    // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
+    await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
+      delay: deferDelayMs(eta),
+    });
+    await delivery.ack();
+    log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
+    return true;
+  } catch (error) {
+    log.warning(`Could not defer ${request.name}[${request.id}] to the broker (${String(error)}); holding it instead`);
+    return false;
+  }
 }
 
 /** One message held until its ETA (what `inspect scheduled` lists). */

@@ -9,6 +9,7 @@ import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';
 import type { HeldTask, RequestInfo } from './held-task';
 import type { WorkerHost } from './worker-host';
+import { describeError } from '../errors/describe-error';
 
 type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ignored';
 
@@ -229,12 +230,12 @@ export class Request implements HeldTask {
       worker.emitTask('rejected', this, { requeue: true });
       return 'rejected';
     }
-    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}`, this.logFields());
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describeError(error)}`, this.logFields());
     await this.#fail(exceptionInfo(error), error.stack ?? null);
     worker.emitTask('failed', this, { exception: error });
     await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: error.stack ?? null });
     const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
-    await this.#settle(ackAnyway ? 'ack' : 'reject', describe(error));
+    await this.#settle(ackAnyway ? 'ack' : 'reject', describeError(error));
     return 'failed';
   }
 
@@ -332,13 +333,13 @@ export class Request implements HeldTask {
     }
     const timeout = error instanceof TimeLimitExceeded;
     const stack = error instanceof Error ? (error.stack ?? null) : null;
-    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describe(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describeError(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
     await this.#fail(exceptionInfo(error), stack);
     worker.emitTask('failed', this, { exception: error });
     await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: stack });
     if (this.acksLate) {
       const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
-      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describe(error));
+      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describeError(error));
     }
     return 'failed';
   }
@@ -419,7 +420,7 @@ export class Request implements HeldTask {
         correlationId: this.message.correlationId,
       });
     } catch (error) {
-      this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describe(error)}`);
+      this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describeError(error)}`);
     }
   }
 
@@ -443,7 +444,7 @@ export class Request implements HeldTask {
       // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
       // and at-least-once delivery means it will run again elsewhere.
       const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
-      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describe(error)}`);
+      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
     }
   }
 
@@ -475,10 +476,6 @@ export class Request implements HeldTask {
       message,
     };
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 function preview(value: unknown): string {

@@ -6,21 +6,24 @@ import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
 import { WorkerHttpEndpoint } from './http-endpoint';
 import { InvalidTaskError, NotRegistered } from '../errors/errors';
-import { Logger, type LogLevel } from '../log/logger';
-import { decodeTaskMessage, formatIsoDate, type TaskMessage } from '../protocol/index';
-import { parseRateLimit, TokenBucket } from './rate-limit';
-import { Autoscaler, type AutoscaleOptions } from '../pool/autoscaler';
+import { Logger } from '../log/logger';
+import { decodeTaskMessage, type TaskMessage } from '../protocol/index';
+import { expandHostname } from '../protocol/nodename';
+import { Autoscaler } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
-import type { Pool, PoolKind, SchedulingStrategy } from '../pool/pool';
+import type { Pool } from '../pool/pool';
 import { controlCommands } from './control-commands';
-import { deferDelayMs, defersToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
+import { deferToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
 import { storeFailure, storeUnreadable } from './failure-records';
 import { onStopSignals } from '../platform/stop-signals';
-import { RedeliveryGuard, republishable } from './redelivery';
+import { RedeliveryGuard } from './redelivery';
 import { Request } from './request';
 import type { WorkerStep } from './bootstep';
 import type { TaskEventKind } from '../events/task-event-fields';
 import type { WorkerHost } from './worker-host';
+import { TaskLimits } from './task-limits';
+import type { WorkerEvents, WorkerOptions } from './worker-options';
+export type { WorkerEvents, WorkerOptions } from './worker-options';
 import { WorkerState } from './worker-state';
 
 /** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
@@ -35,67 +38,6 @@ const ABANDON_SETTLE_MS = 5000;
 const BROKER_CLOSE_BOUND_MS = 10_000;
 /** Shutdown's bounded waits must not keep the process alive once everything else has closed. */
 const UNREF = { ref: false };
-
-export interface WorkerOptions {
-  /** Queues to consume (default: the app's `taskDefaultQueue`). */
-  queues?: readonly string[];
-  /** Tasks run at once (default: the app's `workerConcurrency`); with `autoscale`, its `max`. */
-  concurrency?: number;
-  /** Prefetch = concurrency × multiplier (default 4); 0 = unlimited. */
-  prefetchMultiplier?: number;
-  /** Node name, `name@host`; `%h` expands to the host name, `%n` to its first label. Default `kq@<hostname>`. */
-  hostname?: string;
-  /** Where tasks run: `async` (the event loop, default), `threads` (worker_threads) or `processes` (child processes). */
-  pool?: PoolKind;
-  /** Path of the module exporting the AppContract; `threads` and `processes` children import it (`kq worker -A` sets it). */
-  appModule?: string;
-  /** How child pools hand jobs to children (`-O`): `fair` (default) only to idle ones, `fcfs` round-robin. */
-  schedulingStrategy?: SchedulingStrategy;
-  /** Grow and shrink the pool between `min` and `max` with the reserved work (`--autoscale max,min`). */
-  autoscale?: AutoscaleOptions;
-  /** Replace a pool child after it ran this many tasks. */
-  maxTasksPerChild?: number;
-  /** Replace a pool child after a task that left it above this many KiB (a process's RSS; a thread's heap + buffers). */
-  maxMemoryPerChild?: number;
-  loglevel?: LogLevel;
-  logger?: Logger;
-  /** Serve `/healthz`, `/readyz` and `/metrics` on this port (`kq worker --http-port`; 0 = any free port). Off by default. */
-  httpPort?: number;
-  /** Address of that endpoint. Default 127.0.0.1. */
-  httpHost?: string;
-  /** Seconds a warm shutdown waits for running tasks (default: `workerShutdownTimeout`, 30). */
-  shutdownTimeout?: number;
-  /** Answer remote control (`celery inspect`, `kq control`). Default true when the broker has fanout. */
-  enableRemoteControl?: boolean;
-  /**
-   * Steps started after connecting and before consuming, stopped in reverse. `app.worker()` adds Celery's (events,
-   * Mingle, Gossip, heartbeats, remote control); a `new Worker` runs only those given here.
-   */
-  steps?: readonly WorkerStep[];
-}
-
-export type WorkerEvents = {
-  /** Consuming and answering remote control. */
-  ready: [];
-  /** Every task lifecycle step, with Celery's event fields. */
-  task: [kind: TaskEventKind, request: Request, fields: Record<string, unknown>];
-  /**
-   * A task's message was acked, rejected or requeued, and the broker has it (Redis replied; on AMQP the frame was
-   * written to the connection). Until then a crash runs the task again: at-least-once delivery.
-   */
-  settled: [request: Request, action: 'ack' | 'reject' | 'requeue'];
-  /** A message that could not become a task (undecodable, malformed, unknown task, redelivered too often). */
-  rejected: [delivery: Delivery, reason: Error];
-  /** A task message named a task this worker does not have (Celery sends `task-failed` for it). */
-  unknownTask: [taskId: string, name: string];
-  shutdown: [];
-  /**
-   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`).
-   * Retrying would be refused again, and a worker that stays up consuming nothing looks healthy while it is not.
-   */
-  fatal: [error: Error];
-  error: [error: Error];
-};
 
 /**
  * Consumes task messages and runs them: prefetch = concurrency × multiplier, revokes and expiry honoured on
@@ -116,9 +58,8 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
   readonly #options: WorkerOptions;
   readonly #eta = new EtaTimer<Request>();
   readonly #redeliveries: RedeliveryGuard;
-  readonly #buckets = new Map<string, TokenBucket | null>();
   readonly #taskLoggers = new Map<string, Logger>();
-  readonly #timeLimits = new Map<string, { soft: number | null; hard: number | null }>();
+  readonly #limits: TaskLimits;
   readonly #steps: readonly WorkerStep[];
   readonly #started: WorkerStep[] = [];
   #consumer: Consumer | undefined;
@@ -161,6 +102,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       : null;
     this.#queues = (options.queues ?? [app.conf.taskDefaultQueue]).map((name) => app.router.queue(name));
     this.#steps = [...(options.steps ?? [])];
+    this.#limits = new TaskLimits(app);
   }
 
   /** The task queues consumed now (`add_consumer` / `cancel_consumer` change them). */
@@ -352,21 +294,20 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
 
   /** The soft time limit (s) for a task: a remote `time_limit` override, else the app default. */
   softTimeLimit(name: string): number | null {
-    return this.#timeLimits.get(name)?.soft ?? this.app.conf.taskSoftTimeLimit;
+    return this.#limits.softTimeLimit(name);
   }
 
   timeLimit(name: string): number | null {
-    return this.#timeLimits.get(name)?.hard ?? this.app.conf.taskTimeLimit;
+    return this.#limits.timeLimit(name);
   }
 
   setTimeLimits(name: string, soft: number | null, hard: number | null): void {
-    this.#timeLimits.set(name, { soft, hard });
+    this.#limits.setTimeLimits(name, soft, hard);
   }
 
   /** Changes a task's rate limit at run time (`rate_limit` control command); null disables it. */
   setRateLimit(name: string, rate: string | number | null): void {
-    const perSecond = parseRateLimit(rate);
-    this.#buckets.set(name, perSecond === null ? null : new TokenBucket(perSecond));
+    this.#limits.setRateLimit(name, rate);
   }
 
   /** ETA tasks held by this worker (`inspect scheduled`). */
@@ -472,7 +413,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     const eta = pendingEta(message.eta);
     // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
     // sees when it leaves the delay ladder): one task-received per task, not one per trip.
-    if (eta && (await this.#deferToBroker(request, eta))) return;
+    if (eta && (await deferToBroker(this.app, this.log, request, eta))) return;
     // The broker gave back a task this worker still holds (the old claim was taken back, its channel lost): the new
     // delivery replaces the old one, which can no longer be settled, and the task is not announced twice.
     const stillHeld = eta && deliveries > 0 ? this.#eta.find((held) => held.id === message.id) : undefined;
@@ -501,41 +442,13 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
   #reserve(request: Request): void {
     if (this.#stopping) return;
     if (request.dropIfStale()) return;
-    const bucket = this.#bucket(request.name);
+    const bucket = this.#limits.bucket(request.name);
     const wait = bucket ? bucket.take() : 0;
     if (wait > 0) {
       setTimeout(() => this.#reserve(request), wait * 1000).unref();
       return;
     }
     this.pool.apply((release) => request.execute(release));
-  }
-
-  #bucket(name: string): TokenBucket | null {
-    if (!this.#buckets.has(name)) {
-      const task = this.app.tasks.get(name);
-      this.setRateLimit(name, task?.options.rateLimit ?? this.app.conf.taskDefaultRateLimit);
-    }
-    return this.#buckets.get(name) ?? null;
-  }
-
-  /** Republishes an ETA task with the broker's delayed delivery and acks the original, so no worker holds it. */
-  async #deferToBroker(request: Request, eta: Date): Promise<boolean> {
-    if (!defersToBroker(await this.app.etaStrategy())) return false;
-    const { delivery } = request;
-    try {
-      const channel = await this.app.connection.channel();
-      // Straight back to the queue it came from (default exchange, queue name): right whatever exchange it was first
-      // published to — also for a message another client put in RabbitMQ's delay ladder, whose exchange kq cannot know.
-      await channel.publish('', delivery.deliveryInfo.queue, republishable(delivery), {
-        delay: deferDelayMs(eta),
-      });
-      await delivery.ack();
-      this.log.info(`Task ${request.name}[${request.id}] deferred to the broker until ${formatIsoDate(eta)}`);
-      return true;
-    } catch (error) {
-      this.log.warning(`Could not defer ${request.name}[${request.id}] to the broker (${String(error)}); holding it instead`);
-      return false;
-    }
   }
 
   #reportRejected(delivery: Delivery, reason: Error): void {
@@ -585,9 +498,3 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     this.emit('shutdown');
   }
 }
-
-function expandHostname(name: string): string {
-  const host = osHostname();
-  return name.replace(/%h/g, host).replace(/%n/g, host.split('.')[0] ?? host).replace(/%d/g, host.split('.').slice(1).join('.'));
-}
-
