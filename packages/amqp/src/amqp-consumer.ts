@@ -4,52 +4,18 @@ import {
   backoffCountdown,
   ChannelClosed,
   KqError,
-  StaleDeliveryError,
   type ConsumeOptions,
   type ConsumerHandle,
 } from '@kq/core';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
 import { AckCoalescer } from './ack-coalescer';
 import { AmqpDelivery, type DeliverySettler, type SettleAction } from './amqp-delivery';
-import { ConsumerCancelled, brokerText, toKqError } from './amqp-errors';
+import { ConsumerCancelled, brokerText, describeChannelLoss, staleDelivery, toKqError } from './amqp-errors';
 import { ChannelSlot } from './channel-slot';
 import { FairBacklog } from './fair-backlog';
 import { toDeliveryInit } from './message-mapping';
 import type { ConsumerOwner, TransportContext } from './transport-context';
-
-interface Subscription {
-  readonly queue: string;
-  /** The broker consumer tag this queue's subscriptions derive from. */
-  readonly baseTag: string;
-  /** The broker consumer tag in use (changes when a prefetch change re-subscribes). */
-  tag: string;
-  resubscriptions: number;
-  /** `active` on the live channel; `idle` waiting for a channel; `cancelled` by the broker, waiting for the queue. */
-  state: 'active' | 'idle' | 'cancelled';
-  /** When its last delivery arrived (or it subscribed), for the round-robin refill wait. */
-  lastArrival: number;
-  /** Deliveries of this queue settled since its last arrival: the broker may be sending the next one. */
-  settledSinceArrival: number;
-  /** When a delivery of this queue was last settled. */
-  lastSettle: number;
-  /** Until when its next delivery is expected (it delivered recently, or the broker said it has more). */
-  expectUntil: number;
-  /** Refill waits for it that ran out since its last delivery. */
-  refillChecks: number;
-  /** The broker said its queue has nothing ready: no more waiting for it until it delivers again. */
-  presumedEmpty: boolean;
-}
-
-/**
- * Bounds of how long a multi-queue consumer waits for a queue's next delivery to keep the round-robin turn (see
- * `#refillWait`): three times the observed settle-to-next-delivery time, within these bounds.
- */
-const REFILL_WAIT_MIN_MS = 10;
-const REFILL_WAIT_MAX_MS = 50;
-/** A queue that delivered within this long is expected to deliver again once its messages are settled. */
-const REFILL_EXPECT_MS = 100;
-/** Refill waits that ran out (each followed by asking the broker for the queue's depth) before a queue is skipped. */
-const MAX_REFILL_CHECKS = 3;
+import { awaitedSubscriptions, checkAwaited, expectFirstDelivery, noteArrival, refillWaitMs, type Subscription } from './queue-refill';
 
 /** One delivery: where it came from, and so where it is settled. Made once per message, kept by its `AmqpDelivery`. */
 interface Buffered {
@@ -247,12 +213,7 @@ export class AmqpConsumer implements ConsumerHandle {
       noAck: this.#noAck,
     });
     subscription.state = 'active';
-    // A fresh subscription is expected to deliver at once (if its queue has messages): give it its turn.
-    subscription.lastArrival = Date.now();
-    subscription.expectUntil = subscription.lastArrival + REFILL_EXPECT_MS;
-    subscription.settledSinceArrival = 1;
-    subscription.refillChecks = 0;
-    subscription.presumedEmpty = false;
+    expectFirstDelivery(subscription);
   }
 
   /** On resume: the queue exists, or is ours to declare again; otherwise it is treated as cancelled. */
@@ -393,16 +354,8 @@ export class AmqpConsumer implements ConsumerHandle {
 
   /** Round-robin bookkeeping: a delivery of `subscription` arrived now. */
   #arrived(subscription: Subscription): void {
-    const now = Date.now();
-    if (subscription.settledSinceArrival > 0 && subscription.lastSettle > 0) {
-      const sample = Math.min(REFILL_WAIT_MAX_MS, now - subscription.lastSettle);
-      this.#refillLatency = 0.8 * this.#refillLatency + 0.2 * sample;
-    }
-    subscription.lastArrival = now;
-    subscription.expectUntil = now + REFILL_EXPECT_MS;
-    subscription.settledSinceArrival = 0;
-    subscription.refillChecks = 0;
-    subscription.presumedEmpty = false;
+    const sample = noteArrival(subscription, Date.now());
+    if (sample !== undefined) this.#refillLatency = 0.8 * this.#refillLatency + 0.2 * sample;
   }
 
   /**
@@ -488,43 +441,21 @@ export class AmqpConsumer implements ConsumerHandle {
     }
   }
 
-  /**
-   * Round-robin across queues needs a delivery of every busy queue at hand when its turn comes. A handler that
-   * settles at once empties the local supply in a moment, and then the queues' next deliveries come back over
-   * the network in bursts, in no fixed order. So when a queue that delivered recently and has had deliveries
-   * settled since has nothing waiting, the others wait for its next one — three times the usual settle-to-delivery
-   * time, 10 to 50 ms. When such a wait runs out the broker is asked for the queue's depth: a queue with nothing
-   * ready is skipped until it delivers again (an idle queue costs one short wait and one passive declare); one
-   * with messages ready is waited for again, up to `MAX_REFILL_CHECKS` times (other consumers may be taking them).
-   */
+  /** How long the pump waits for a queue's next delivery to keep the round-robin turn (see queue-refill.ts). */
   #refillWait(): number {
     if (!this.#multiQueue || this.#expectedMissing().length === 0) return 0;
-    return Math.min(REFILL_WAIT_MAX_MS, Math.max(REFILL_WAIT_MIN_MS, Math.ceil(3 * this.#refillLatency)));
+    return refillWaitMs(this.#refillLatency);
   }
 
   #expectedMissing(): Subscription[] {
-    const now = Date.now();
-    return this.#subscriptions.filter(
-      (subscription) =>
-        subscription.state === 'active' &&
-        !subscription.presumedEmpty &&
-        subscription.settledSinceArrival > 0 &&
-        now < subscription.expectUntil &&
-        !this.#backlog.has(subscription),
-    );
+    return awaitedSubscriptions(this.#subscriptions, (subscription) => this.#backlog.has(subscription), Date.now());
   }
 
   /** A refill wait ran out for these queues: skip the ones the broker says are empty, or that were waited for enough. */
   async #checkMissing(missing: readonly Subscription[]): Promise<void> {
     this.#pumpScheduled = true; // hold the pump while the broker is asked
     try {
-      for (const subscription of missing) {
-        subscription.refillChecks += 1;
-        let ready: number | undefined = 0;
-        if (subscription.refillChecks < MAX_REFILL_CHECKS) ready = await this.#ctx.queueDepth(subscription.queue).catch(() => 0);
-        if (ready === undefined || ready === 0 || subscription.refillChecks >= MAX_REFILL_CHECKS) subscription.presumedEmpty = true;
-        else subscription.expectUntil = Date.now() + REFILL_EXPECT_MS;
-      }
+      await checkAwaited(missing, (queue) => this.#ctx.queueDepth(queue));
     } finally {
       this.#pumpScheduled = false;
     }
@@ -554,25 +485,3 @@ function normalisePrefetch(count: number | undefined): number {
   // basic.qos prefetch-count is a 16-bit field; larger means "no practical limit" anyway.
   return Number.isFinite(value) ? Math.min(65_535, Math.max(0, value)) : 0;
 }
-
-function staleDelivery(action: SettleAction, tag: number, queue: string): StaleDeliveryError {
-  return new StaleDeliveryError(
-    `Cannot ${action} message ${tag} from queue ${JSON.stringify(queue)}: the channel it arrived on was lost ` +
-      `(connection or channel failure), and the broker has already requeued it; it will be delivered again with ` +
-      `redelivered=true. Do not retry the ${action}.`,
-  );
-}
-
-function describeChannelLoss(tag: string, error: Error): KqError {
-  const text = brokerText(error);
-  if (/acknowledgement|ack.*timed out|consumer_timeout/i.test(text)) {
-    return new KqError(
-      `RabbitMQ closed the channel of consumer ${tag} because a delivery stayed unacknowledged longer than its ` +
-        `consumer_timeout (30 min by default): ${text}. The message was requeued and the consumer resumed. Acknowledge ` +
-        `sooner, or raise consumer_timeout for long ETA or acks_late tasks.`,
-      { cause: error },
-    );
-  }
-  return new KqError(`Consumer ${tag} lost its channel (${text}); resuming on a new one.`, { cause: error });
-}
-

@@ -7,6 +7,7 @@ import {
   PermissionDenied,
   PreconditionFailed,
   QueueNotFound,
+  StaleDeliveryError,
 } from '@kq/core';
 
 /** AMQP reply codes the transport reacts to (AMQP 0-9-1 §1.9, RabbitMQ's usage). */
@@ -128,4 +129,27 @@ export function toKqError(error: unknown, context: OperationContext): Error {
     return new ConnectionLost(`Cannot ${context.operation}: the connection to the broker was lost (${text}).`, { cause: error });
   }
   return new KqError(`Cannot ${context.operation}: ${text}`, { cause: error });
+}
+
+/** A settle on a lost channel: the broker requeued the delivery already. */
+export function staleDelivery(action: 'ack' | 'reject' | 'requeue', tag: number, queue: string): StaleDeliveryError {
+  return new StaleDeliveryError(
+    `Cannot ${action} message ${tag} from queue ${JSON.stringify(queue)}: the channel it arrived on was lost ` +
+      `(connection or channel failure), and the broker has already requeued it; it will be delivered again with ` +
+      `redelivered=true. Do not retry the ${action}.`,
+  );
+}
+
+/** Why a consumer's channel was lost, saying what to do when RabbitMQ's consumer_timeout closed it. */
+export function describeChannelLoss(tag: string, error: Error): KqError {
+  const text = brokerText(error);
+  if (/acknowledgement|ack.*timed out|consumer_timeout/i.test(text)) {
+    return new KqError(
+      `RabbitMQ closed the channel of consumer ${tag} because a delivery stayed unacknowledged longer than its ` +
+        `consumer_timeout (30 min by default): ${text}. The message was requeued and the consumer resumed. Acknowledge ` +
+        `sooner, or raise consumer_timeout for long ETA or acks_late tasks.`,
+      { cause: error },
+    );
+  }
+  return new KqError(`Consumer ${tag} lost its channel (${text}); resuming on a new one.`, { cause: error });
 }

@@ -97,7 +97,7 @@ function esmEntryOf(manifest: Manifest): string | undefined {
 
 /**
  * Follows `import` (else `node`, else `default`) conditions down to a path; first `kq-source` when the process runs kq
- * from its sources (worker/src/source-mode.mjs sets the flag), so this gets the copy every other import gets.
+ * from its sources (worker/src/platform/source-mode.mjs sets the flag), so this gets the copy every other import gets.
  */
 function conditionTarget(value: unknown): string | undefined {
   if (typeof value === 'string') return value;

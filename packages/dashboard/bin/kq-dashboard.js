@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 const source = new URL('../src/cli.ts', import.meta.url);
 if (existsSync(source)) {
   const worker = dirname(createRequire(import.meta.url).resolve('@kq/worker/package.json'));
-  const { runFromSources } = await import(pathToFileURL(join(worker, 'src', 'source-mode.mjs')).href);
+  const { runFromSources } = await import(pathToFileURL(join(worker, 'src', 'platform', 'source-mode.mjs')).href);
   await runFromSources();
   await import(source.href);
 } else {

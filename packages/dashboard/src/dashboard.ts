@@ -1,6 +1,7 @@
 import { KqError, claimPackageCopy, sanitizeUrl, type DelayedCount } from '@kq/core';
 import { EventReceiver, Logger, type App } from '@kq/worker';
 import type { FastifyInstance } from 'fastify';
+import type { DashboardView } from './dashboard-view';
 import { FleetState } from './fleet-state';
 import { loadFleetState, saveFleetState } from './state-file';
 import { buildServer } from './http/server';
@@ -54,7 +55,7 @@ export interface DashboardOptions {
  *   const dashboard = new Dashboard({ app, port: 5555 });
  *   console.log(await dashboard.start()); // http://127.0.0.1:5555
  */
-export class Dashboard {
+export class Dashboard implements DashboardView {
   readonly app: App;
   readonly state: FleetState;
   readonly inspector: WorkerInspector;

@@ -1,4 +1,4 @@
-import type { Dashboard } from './dashboard';
+import type { DashboardView } from './dashboard-view';
 import type { BeatSchedule } from './fleet-state';
 import type { ThroughputPoint } from './time-series';
 
@@ -45,7 +45,7 @@ export interface Overview {
   events: number;
 }
 
-export function overview(dashboard: Dashboard, now: number = Date.now() / 1000): Overview {
+export function overview(dashboard: DashboardView, now: number = Date.now() / 1000): Overview {
   const { state } = dashboard;
   const names = new Set([...state.cluster.workers.keys(), ...state.inspected.keys()]);
   const workers = [...names].sort().map((hostname): WorkerRow => {

@@ -7,7 +7,7 @@ const source = new URL('../src/cli/kq.ts', import.meta.url);
 if (existsSync(source)) {
   // A checkout of the kq repository (src/ is not published): run the sources through tsx, with every `@kq/*` import
   // in the process (the app module's too, from wherever it is) resolved to the sources, so there is one copy of each.
-  const { runFromSources } = await import('../src/source-mode.mjs');
+  const { runFromSources } = await import('../src/platform/source-mode.mjs');
   await runFromSources();
   await import(source.href);
 } else {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable } from '@kq/test-harness';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 
 const BROKER = 'redis://127.0.0.1:6379/5';
 const up = await brokerReachable('redis', BROKER);

@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { MemoryBroker } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Logger, type LogRecord } from '../src/logger';
+import { Logger, type LogRecord } from '../src/log/logger';
 import type { ChildPool } from '../src/pool/child-pool';
-import type { Worker, WorkerOptions } from '../src/worker/worker';
+import type { Worker, WorkerOptions } from '../src/runtime/worker';
 import { app, tasks } from './fixtures/pool/pool-app';
 
 // The autoscaler driving a real thread pool under a burst, and the pool_grow / pool_shrink / autoscale commands.

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Logger } from '../src/logger';
+import { Logger } from '../src/log/logger';
 import { Autoscaler } from '../src/pool/autoscaler';
 import type { Pool } from '../src/pool/pool';
 

@@ -10,7 +10,7 @@ import type { Transport } from '@kq/core';
 import { AmqpBeatLease, type AmqpTransport } from '@kq/amqp';
 import { RedisBeatLease, type RedisTransport } from '@kq/redis';
 import { brokerReachable, pythonAvailable, pythonInterpreter, waitFor } from '@kq/test-harness';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Beat, beatTaskId, type BeatLease } from '../src/beat/index';
 
 const interopDir = fileURLToPath(new URL('./interop', import.meta.url));

@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { RedisTransport } from '@kq/redis';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Beat } from '../src/beat/index';
-import { definePeriodic } from '../src/periodic/index';
+import { definePeriodic } from '../src/beat/periodic/index';
 
 const brokers = [
   { kind: 'memory', url: `memory://resolution-${randomUUID()}`, up: true },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@kq/test-harness';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import {
   Beat,
   BeatScheduleError,

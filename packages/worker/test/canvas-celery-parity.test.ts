@@ -1,12 +1,12 @@
 import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { chain, chord, group } from '../src/canvas/index';
-import { ChordError } from '../src/errors';
+import { ChordError } from '../src/errors/errors';
 import { type ErrbackRequest, PythonException } from '../src/index';
-import { Logger } from '../src/logger';
+import { Logger } from '../src/log/logger';
 import { GroupResult, type AsyncResult } from '../src/results/index';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 
 /*
  * What Celery's own integration suite (t/integration, run by `pnpm test:celery-suite`) found kq doing differently

@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Chunks, MapSignature, type Signature, chain, chord, group } from '../src/canvas/index';
-import { ChordError, TaskFailedError } from '../src/errors';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { ChordError, TaskFailedError } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { runPythonClient, startPythonWorker, type PythonOutcome } from './fixtures/python-client';
 
 const python = await pythonAvailable(['celery']);

@@ -5,7 +5,7 @@
 import { MemoryChordJoin, type ResultBackend } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ApplyOptions, TaskEmbed } from '../src/apply-options';
+import type { ApplyOptions, TaskEmbed } from '../src/send/apply-options';
 import { Chain, Signature, chain, chord, group, type CanvasApp } from '../src/canvas/index';
 import type { SignatureJson } from '../src/protocol/index';
 

@@ -4,7 +4,7 @@
  * `@ts-expect-error` is a canvas that must not compile.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Signature, chain, chord, group } from '../src/canvas/index';
 import type { AsyncResult, GroupResult } from '../src/results/index';
 

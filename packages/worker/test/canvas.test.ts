@@ -1,11 +1,11 @@
 import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Chain, Group, Signature, chain, chord, group } from '../src/canvas/index';
-import { ImproperlyConfigured, TaskFailedError } from '../src/errors';
-import { Logger } from '../src/logger';
+import { ImproperlyConfigured, TaskFailedError } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
 import { GroupResult } from '../src/results/index';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 
 let seq = 0;
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidQueueOptions } from '@kq/core';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 
 describe("Celery's setting names", () => {
   let app: App | undefined;

@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { MemoryBroker } from '@kq/core';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { chain, chord, group } from '../src/canvas/index';
-import { TaskFailedError } from '../src/errors';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { TaskFailedError } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 const up = await brokerReachable('postgres');
 

@@ -9,8 +9,8 @@ import * as core from '@kq/core';
 import { waitFor } from '@kq/test-harness';
 import * as worker from '@kq/worker';
 import { pipe } from '../src/canvas/pipe';
-import { currentTask, runAsCurrentTask, type CurrentTask } from '../src/current-task';
-import type * as CurrentTaskModule from '../src/current-task';
+import { currentTask, runAsCurrentTask, type CurrentTask } from '../src/send/current-task';
+import type * as CurrentTaskModule from '../src/send/current-task';
 
 /** A second, complete copy of @kq/worker and its @kq/core (vitest evaluates every module again). */
 let other: typeof worker;
@@ -20,7 +20,7 @@ beforeAll(async () => {
   vi.resetModules();
   other = await import('@kq/worker');
   otherCore = await import('@kq/core');
-  otherCurrentTask = await import('../src/current-task');
+  otherCurrentTask = await import('../src/send/current-task');
   expect(otherCurrentTask.currentTask).not.toBe(currentTask);
   expect(other.App).not.toBe(worker.App);
   expect(otherCore.KqError).not.toBe(core.KqError);

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { BrokerUnreachable } from '@kq/core';
 
 const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));

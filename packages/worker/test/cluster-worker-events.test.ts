@@ -3,12 +3,12 @@
 // clock).
 import { Exchange, Queue } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import type { ClusterOptions } from '../src/cluster/cluster-options';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 describe('worker events', () => {

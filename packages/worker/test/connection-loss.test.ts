@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { brokerReachable } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeConnections, connectionPids, rabbitmqctl } from '../../amqp/test/helpers';
-import { App } from '../src/app';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 const BROKER = 'amqp://guest:guest@127.0.0.1:5672';
 const up = await brokerReachable('amqp', BROKER);

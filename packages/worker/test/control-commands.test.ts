@@ -2,12 +2,12 @@
 // against Celery's argument and reply shapes (docs/wire.md#remote-control-pidbox; replies as captured from Celery
 // 5.2.6).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { queueControlOf } from '../src/cluster/queue-control';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, sleep, waitFor } from './fixtures/cluster/helpers';
 
 describe('remote-control commands of a kq worker', () => {

@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { Exchange, Queue, hasDeadLetters, type DeadLetterBox } from '@kq/core';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Reject } from '../src/errors';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Reject } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 const kqCli = fileURLToPath(new URL('../src/cli/kq.ts', import.meta.url));

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { AmqpTransport, delayRoutingKey } from '@kq/amqp';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 
 const interopDir = fileURLToPath(new URL('./interop', import.meta.url));
 const workerScript = fileURLToPath(new URL('./fixtures/eta-fleet-worker.ts', import.meta.url));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deferDelayMs, defersToBroker, etaStrategyOf, needsBrokerDelayRoutes, pendingEta, sendDelayMs } from '../src/worker/eta';
+import { deferDelayMs, defersToBroker, etaStrategyOf, needsBrokerDelayRoutes, pendingEta, sendDelayMs } from '../src/runtime/eta';
 
 // The ETA policy in one table; the end-to-end behaviour is in scheduling, send-tasks and eta-* tests.
 describe('ETA policy', () => {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { commandArguments } from '../src/cli/remote-command-catalog';
 import { formatReply, nodesOnline } from '../src/cli/reply-format';
 import { runKq } from '../src/cli/run-kq';
@@ -15,7 +15,7 @@ import { startEventsMonitor } from '../src/cli/events-command';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventDumper, formatUtc } from '../src/events/event-dump';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { cleanRedisNamespace, memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));

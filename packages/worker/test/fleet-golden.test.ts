@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
-import { Retry } from '../src/errors';
-import type { Worker } from '../src/worker/worker';
+import { Retry } from '../src/errors/errors';
+import type { Worker } from '../src/runtime/worker';
 import { recordingLogger, waitFor } from './fixtures/cluster/helpers';
 import { amqpCleanup, redisCleanup, type InteropBroker } from './fixtures/cluster/interop-suite';
 import { PythonDriver, PythonWorker, type PythonEnv } from './fixtures/cluster/python-fleet';

@@ -3,12 +3,12 @@
 // watchers go silent. kq workers on the memory transport; a fake peer is an event dispatcher on the same broker.
 import type { Delivery } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { clusterOf } from '../src/cluster/cluster-context';
 import { gossipNoticeExchange, type Gossip } from '../src/cluster/gossip';
 import { EventDispatcher } from '../src/events/event-dispatcher';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const INTERVAL = 0.05;

@@ -2,13 +2,13 @@
 // events, the clock, and elections (never decided on a lone request). kq workers on the memory transport.
 import { LamportClock, type Delivery } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { clusterOf } from '../src/cluster/cluster-context';
 import { compareEntries, heapPush, type ElectionEntry } from '../src/cluster/election-heap';
 import type { Gossip } from '../src/cluster/gossip';
 import type { ClusterWorker } from '../src/events/cluster-state';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const delivery = (routingKey: string, hostname: string): Delivery =>

@@ -13,9 +13,9 @@ import fc from 'fast-check';
 import { defaultSerializers, hasDeadLetters, loadBzip2Compression, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable, brokerUrls, waitFor } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { dropTables, rawClient, uniqueTables } from '../../postgres/test/postgres-test-env';
 import { hostileBatch, type HostileCase } from './fixtures/hostile-messages';
 

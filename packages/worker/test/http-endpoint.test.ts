@@ -1,9 +1,9 @@
 import { MemoryBroker } from '@kq/core';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 let seq = 0;
 

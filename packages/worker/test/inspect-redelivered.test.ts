@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { amqpCleanup, redisCleanup } from './fixtures/cluster/interop-suite';
 import { recordingLogger, waitFor } from './fixtures/cluster/helpers';

@@ -3,14 +3,14 @@
 // across workers once their clocks met through heartbeats. (The mixed kq + Python fleet is in
 // cluster-interop-*.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterOf } from '../src/cluster/cluster-context';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { ClusterState, type ClusterTask } from '../src/events/cluster-state';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
 import { sendTaskSentEvent } from '../src/events/task-sent';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 describe('Lamport clocks', () => {

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 // An idle worker should not hold what only some features need (memory, start-up): pino for JSON logs, yaml for
-// schedule files, cron-parser for cron entries are loaded when first used (src/lazy-require.ts). In a fresh process,
+// schedule files, cron-parser for cron entries are loaded when first used (src/platform/lazy-require.ts). In a fresh process,
 // since this one has long loaded them all.
 describe('optional-feature dependencies', () => {
   it('are not loaded by importing @kq/worker, and are loaded by the feature that needs them', async () => {

@@ -4,13 +4,13 @@
  */
 import { MemoryBroker, MessageTooLarge, QueueNotFound } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { App } from '../src/app';
-import { InvalidTaskError } from '../src/errors';
-import { Logger } from '../src/logger';
+import { App } from '../src/app/app';
+import { InvalidTaskError } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
 import { encodeTaskMessage } from '../src/protocol/index';
-import { EtaTimer } from '../src/worker/eta';
-import { setLongTimeout } from '../src/worker/long-timeout';
-import type { Worker } from '../src/worker/worker';
+import { EtaTimer } from '../src/runtime/eta';
+import { setLongTimeout } from '../src/runtime/long-timeout';
+import type { Worker } from '../src/runtime/worker';
 
 async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -5,8 +5,8 @@
 import { defaultSerializers, SecurityError } from '@kq/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeSigningCertificates } from '../../core/test/helpers/signing-certificates';
-import { App } from '../src/app';
-import { ImproperlyConfigured } from '../src/errors';
+import { App } from '../src/app/app';
+import { ImproperlyConfigured } from '../src/errors/errors';
 
 const certs = makeSigningCertificates();
 afterAll(() => certs.remove());

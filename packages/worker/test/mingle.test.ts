@@ -3,10 +3,10 @@
 // transport.
 import type { MailboxNode } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../src/app';
+import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { syncWithNode } from '../src/cluster/mingle';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger } from './fixtures/cluster/helpers';
 
 describe('Mingle', () => {

@@ -3,11 +3,11 @@ import { describe, expect, it } from 'vitest';
 import type { Delivery } from '@kq/core';
 import type { RedisTransport } from '@kq/redis';
 import { brokerReachable, brokerUrls, waitFor } from '@kq/test-harness';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { decodeTaskMessage } from '../src/protocol/index';
-import { definePeriodic, periodicStep, periodicTasks, StopPeriodic, type PeriodicOptions, type PeriodicRecord } from '../src/periodic/index';
-import type { Worker } from '../src/worker/worker';
-import type { TaskContext } from '../src/task-context';
+import { definePeriodic, periodicStep, periodicTasks, StopPeriodic, type PeriodicOptions, type PeriodicRecord } from '../src/beat/periodic/index';
+import type { Worker } from '../src/runtime/worker';
+import type { TaskContext } from '../src/task/task-context';
 
 type Kind = 'memory' | 'redis' | 'amqp';
 

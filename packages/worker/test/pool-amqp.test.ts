@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskFailedError } from '../src/errors';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { TaskFailedError } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 // A task that kills its child every time, with acks late + reject on worker lost, is requeued again and again;
 // on a quorum queue RabbitMQ counts the deliveries and the worker's workerMaxRedeliveries guard ends the loop.

@@ -2,8 +2,8 @@ import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MemoryBroker } from '@kq/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { app, tasks } from './fixtures/pool/pool-app';
 
 // CPU-bound tasks on the processes pool use both cores: with -c 2, CPU-bound runs execute in two processes at the

@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { MemoryBroker } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskFailedError } from '../src/errors';
-import { Logger, type LogRecord } from '../src/logger';
+import { TaskFailedError } from '../src/errors/errors';
+import { Logger, type LogRecord } from '../src/log/logger';
 import type { ChildPool } from '../src/pool/child-pool';
-import type { Request } from '../src/worker/request';
-import type { Worker, WorkerOptions } from '../src/worker/worker';
+import type { Request } from '../src/runtime/request';
+import type { Worker, WorkerOptions } from '../src/runtime/worker';
 import { app, tasks, type Where } from './fixtures/pool/pool-app';
 
 // Child recycling (maxTasksPerChild, maxMemoryPerChild) and children killed mid-task

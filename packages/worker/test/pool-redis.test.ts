@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 // The processes pool on Redis: a child publishes its retry through its own app's connection (no relay).
 const appModule = fileURLToPath(new URL('./fixtures/pool/broker-app.ts', import.meta.url));

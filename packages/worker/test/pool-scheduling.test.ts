@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { MemoryBroker } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Logger } from '../src/logger';
+import { Logger } from '../src/log/logger';
 import type { SchedulingStrategy } from '../src/pool/pool';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { app, tasks, type Timed } from './fixtures/pool/pool-app';
 
 // Celery's -O fair vs fcfs (packages/worker/docs/pools.md#fair-or-first-come-scheduling--o): one long task and several

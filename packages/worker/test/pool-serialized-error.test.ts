@@ -2,8 +2,8 @@ import { jsonCodec } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ContentDisallowed, SecurityError } from '@kq/core';
-import { ChordError, Ignore, ImproperlyConfigured, NotRegistered, Reject, Retry, SoftTimeLimitExceeded, TaskFailedError, TimeLimitExceeded, WorkerLostError } from '../src/errors';
-import { PythonException } from '../src/python-exception';
+import { ChordError, Ignore, ImproperlyConfigured, NotRegistered, Reject, Retry, SoftTimeLimitExceeded, TaskFailedError, TimeLimitExceeded, WorkerLostError } from '../src/errors/errors';
+import { PythonException } from '../src/errors/python-exception';
 import { restoreBuffers } from '../src/pool/restore-buffers';
 import { deserializeError, serializeError, type SerializedError } from '../src/pool/serialized-error';
 

@@ -1,10 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { MemoryBroker } from '@kq/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskFailedError } from '../src/errors';
-import { Logger, type LogRecord } from '../src/logger';
+import { TaskFailedError } from '../src/errors/errors';
+import { Logger, type LogRecord } from '../src/log/logger';
 import { ChildPool } from '../src/pool/child-pool';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { app, tasks } from './fixtures/pool/pool-app';
 
 // Thread and process pools: every child imports the fixture app module itself and runs tasks by name.

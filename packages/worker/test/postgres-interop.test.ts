@@ -5,9 +5,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
-import { App } from '../src/app';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { interopDir, runPythonClient, type PythonOutcome } from './fixtures/python-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSchema } from '../../postgres/test/postgres-test-env';

@@ -1,7 +1,7 @@
 // ISO 8601 datetimes as Celery writes and reads them, and naive times in IANA zones.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { InvalidTaskError } from '../src/errors';
+import { InvalidTaskError } from '../src/errors/errors';
 import { assertTimeZone, formatIsoDate, localTimeToUtcMs, parseIsoDate, zoneOffsetMs } from '../src/protocol/index';
 
 const at = (iso: string): Date => new Date(iso);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { deflateSync } from 'node:zlib';
 import { ContentDisallowed, DecodeError, MessageTooLarge } from '@kq/core';
-import { InvalidTaskError } from '../src/errors';
+import { InvalidTaskError } from '../src/errors/errors';
 import { decodeTaskMessage, encodeTaskMessage, type EncodedTaskMessage } from '../src/protocol/index';
 
 const ID = '9f0c1d2e-0000-4000-8000-000000000001';

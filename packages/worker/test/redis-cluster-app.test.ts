@@ -1,8 +1,8 @@
 import { startRedisClusterOrSkip } from '@kq/test-harness';
 import { afterAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { chord, group } from '../src/canvas/index';
-import { Logger } from '../src/logger';
+import { Logger } from '../src/log/logger';
 
 // An application whose only Redis is a cluster (as a managed Redis in cluster mode is): tasks on its queues, results
 // and the chord join in its result backend, on a 3-master cluster of this file's own. (Beat's lease on a cluster is

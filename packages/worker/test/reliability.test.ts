@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Exchange, Queue } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const workerScript = fileURLToPath(new URL('./fixtures/reliability-worker.ts', import.meta.url));

@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { MemoryBroker } from '@kq/core';
 import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { ImproperlyConfigured } from '../src/errors';
-import { Logger } from '../src/logger';
+import { App } from '../src/app/app';
+import { ImproperlyConfigured } from '../src/errors/errors';
+import { Logger } from '../src/log/logger';
 import { formatDateDone } from '../src/results/index';
-import type { Worker } from '../src/worker/worker';
+import type { Worker } from '../src/runtime/worker';
 import { runPythonClient } from './fixtures/python-client';
 
 const quiet = (): Logger => new Logger('date-done', { level: 'critical', sink: () => undefined });

@@ -12,7 +12,7 @@ import {
 } from '@kq/core';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskFailedError, TaskRevokedError } from '../src/errors';
+import { TaskFailedError, TaskRevokedError } from '../src/errors/errors';
 import { AsyncResult, RpcResultBackend, exceptionFromInfo, exceptionInfo, exceptionTraceback } from '../src/results/index';
 
 const run = `kqtest-ar-${randomUUID().slice(0, 8)}`;

@@ -1,7 +1,7 @@
 import { DecodeError, OperationTimeout, SecurityError } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { NotRegistered, Reject, SoftTimeLimitExceeded, TaskFailedError, TaskRevokedError } from '../src/errors';
+import { NotRegistered, Reject, SoftTimeLimitExceeded, TaskFailedError, TaskRevokedError } from '../src/errors/errors';
 import { PythonException } from '../src/index';
 import { exceptionFromInfo, exceptionInfo, exceptionTraceback, formatExceptionMessage } from '../src/results/index';
 

@@ -1,8 +1,8 @@
 import { backoffCountdown } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { parseRateLimit, TokenBucket } from '../src/rate-limit';
+import { App } from '../src/app/app';
+import { parseRateLimit, TokenBucket } from '../src/runtime/rate-limit';
 
 describe('rate limits', () => {
   it("parses Celery's forms", () => {

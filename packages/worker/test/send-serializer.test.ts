@@ -4,7 +4,7 @@
  */
 import { defaultSerializers, MemoryBroker, SerializerNotRegistered } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { decodeTaskMessage } from '../src/protocol/index';
 
 let seq = 0;

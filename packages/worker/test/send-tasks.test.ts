@@ -1,6 +1,6 @@
 import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { decodeTaskMessage } from '../src/protocol/index';
 
 let seq = 0;

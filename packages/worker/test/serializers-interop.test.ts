@@ -7,9 +7,9 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { runPythonClient, startPythonWorker, type PythonOutcome } from './fixtures/python-client';
 
 const python = await pythonAvailable(['celery', 'msgpack', 'yaml']);

@@ -5,9 +5,9 @@
  */
 import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { Signature } from '../src/canvas/index';
-import { InvalidSignatureOption } from '../src/errors';
+import { InvalidSignatureOption } from '../src/errors/errors';
 import { decodeTaskMessage } from '../src/protocol/index';
 
 let seq = 0;

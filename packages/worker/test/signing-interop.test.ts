@@ -11,11 +11,11 @@ import { createAuthSerializer, defaultSerializers, hasDeadLetters, loadCertifica
 import { brokerReachable, pythonAvailable, pythonInterpreter } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSigningCertificates, type SigningCertificates } from '../../core/test/helpers/signing-certificates';
-import { App } from '../src/app';
-import { TaskFailedError } from '../src/errors';
-import { Logger, type LogRecord } from '../src/logger';
-import { prepareTaskMessage } from '../src/prepare-task-message';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { TaskFailedError } from '../src/errors/errors';
+import { Logger, type LogRecord } from '../src/log/logger';
+import { prepareTaskMessage } from '../src/task/prepare-task-message';
+import type { Worker } from '../src/runtime/worker';
 import { runPythonClient, startPythonWorker } from './fixtures/python-client';
 
 const DB = 12;

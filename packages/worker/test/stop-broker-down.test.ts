@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Logger, type LogRecord } from '../src/logger';
+import { App } from '../src/app/app';
+import { Logger, type LogRecord } from '../src/log/logger';
 // The Redis package's private server launcher (its own port and data), imported by path as a test helper.
 import { PrivateRedis } from '../../redis/test/helpers/private-redis';
 

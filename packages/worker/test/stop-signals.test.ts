@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onStopSignals, stopSignalReceived } from '../src/stop-signals';
+import { onStopSignals, stopSignalReceived } from '../src/platform/stop-signals';
 
 // process.emit calls the listeners as a real signal would, without signalling the test process.
 describe('stop signals', () => {

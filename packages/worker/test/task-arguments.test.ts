@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { bindArguments, parseParameters, type TaskParameter } from '../src/task-arguments';
+import { App } from '../src/app/app';
+import { bindArguments, parseParameters, type TaskParameter } from '../src/task/task-arguments';
 
 const bind = (params: string[] | undefined, args: unknown[], kwargs: Record<string, unknown> = {}): readonly unknown[] =>
   bindArguments('add', params ? parseParameters('proj.add', params) : undefined, args, kwargs);

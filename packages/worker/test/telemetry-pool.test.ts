@@ -8,8 +8,8 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 
 const appModule = fileURLToPath(new URL('./fixtures/pool/broker-app.ts', import.meta.url));
 const up = await brokerReachable('redis');

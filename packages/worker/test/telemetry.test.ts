@@ -16,10 +16,10 @@ import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, Periodic
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { brokerReachable, brokerUrls, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { jsonLogSink } from '../src/log-json-sink';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { jsonLogSink } from '../src/log/log-json-sink';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { runPythonClient, startPythonWorker } from './fixtures/python-client';
 
 const spans = new InMemorySpanExporter();

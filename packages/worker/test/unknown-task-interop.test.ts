@@ -6,12 +6,12 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, pythonAvailable } from '@kq/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
+import { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
-import { Logger } from '../src/logger';
-import type { Worker } from '../src/worker/worker';
+import { Logger } from '../src/log/logger';
+import type { Worker } from '../src/runtime/worker';
 import { startPythonWorker } from './fixtures/python-client';
 
 const DB = 11;

@@ -2,8 +2,8 @@ import type { Transport } from '@kq/core';
 import { describe, expect, it } from 'vitest';
 import { confTable, hideSecrets } from '../src/cluster/worker-conf';
 import { brokerInfo } from '../src/cluster/worker-stats';
-import type { Worker } from '../src/worker/worker';
-import { DEFAULT_CONFIG } from '../src/config';
+import type { Worker } from '../src/runtime/worker';
+import { DEFAULT_CONFIG } from '../src/config/config';
 
 describe('inspect conf', () => {
   it("masks as Celery's filter_hidden_settings does: URL passwords with eight stars, secret-looking settings whole", () => {

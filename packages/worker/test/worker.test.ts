@@ -1,9 +1,9 @@
 import { Exchange, MemoryBroker, Producer, Queue } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app';
-import { Reject, TaskFailedError } from '../src/errors';
-import { Logger, type LogRecord } from '../src/logger';
-import { type Worker } from '../src/worker/worker';
+import { App } from '../src/app/app';
+import { Reject, TaskFailedError } from '../src/errors/errors';
+import { Logger, type LogRecord } from '../src/log/logger';
+import { type Worker } from '../src/runtime/worker';
 
 async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,6 +1,6 @@
 import { KqError, hasDeadLetters, isRecoverable, type DeadLetter, type DeadLetterBox } from '@kq/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { field, numberField } from './request-fields';
 
 /** One kept message as the page shows it: where from, why, when, and the task it carried. */
@@ -25,7 +25,7 @@ function describe(letter: DeadLetter, kept: string | null): Record<string, unkno
  * a `queue` field names the dead-letter queue; without it, the dashboard's `deadLetterQueues` are read one by one
  * (RabbitMQ cannot say which queue a dead-letter exchange feeds), and none configured is a 400 saying so.
  */
-export function registerDeadLetterRoutes(server: FastifyInstance, dashboard: Dashboard): void {
+export function registerDeadLetterRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   const box = async (reply: FastifyReply): Promise<DeadLetterBox | undefined> => {
     const transport = await dashboard.app.connection.transport();
     if (hasDeadLetters(transport)) return transport.deadLetters();

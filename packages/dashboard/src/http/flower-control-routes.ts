@@ -1,6 +1,6 @@
 import type { MailboxReply } from '@kq/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { booleanField, field, numberField } from './request-fields';
 
 type WorkerRequest = FastifyRequest<{ Params: { worker: string } }>;
@@ -10,7 +10,7 @@ type WorkerRequest = FastifyRequest<{ Params: { worker: string } }>;
  * consumer; task revoke (and terminate), abort, time limit and rate limit. An unknown worker is 404, a refusal 403
  * with the worker's reason.
  */
-export function registerFlowerControlRoutes(server: FastifyInstance, dashboard: Dashboard): void {
+export function registerFlowerControlRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   const known = (name: string): boolean => dashboard.state.inspected.has(name) || dashboard.state.cluster.workers.has(name);
   const command = async (worker: string, method: string, args: Record<string, unknown> = {}): Promise<MailboxReply[]> =>
     dashboard.app.control.broadcast(method, { arguments: args, reply: true, timeout: 1000, destination: [worker] });

@@ -1,11 +1,11 @@
 import { pythonRepr, type ResultMeta } from '@kq/core';
 import type { ApplyOptions, AsyncResult } from '@kq/worker';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { field, numberField } from './request-fields';
 
 /** Flower's task routes: list, types, info, result, and apply / async-apply / send-task. */
-export function registerFlowerTaskRoutes(server: FastifyInstance, dashboard: Dashboard): void {
+export function registerFlowerTaskRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   server.get('/api/tasks', async (request, reply) => {
     const limit = numberField(request, 'limit');
     const offset = numberField(request, 'offset');

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { booleanField, field } from './request-fields';
 
 /**
  * `GET /api/workers` as Flower's: what the workers answered to the inspect calls (`?refresh=1` asks again first,
  * `?workername=` one worker, `?status=1` only whether each is alive), and `GET /api/queues/length`.
  */
-export function registerFlowerWorkerRoutes(server: FastifyInstance, dashboard: Dashboard): void {
+export function registerFlowerWorkerRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   server.get('/api/workers', async (request, reply) => {
     const workername = field(request, 'workername');
     if (booleanField(request, 'refresh')) {

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import basicAuth from '@fastify/basic-auth';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { registerCrossSiteGuard } from './cross-site-guard';
 import { registerDeadLetterRoutes } from './dead-letter-routes';
 import { registerDnsRebindingGuard } from './dns-rebinding-guard';
@@ -19,7 +19,7 @@ import { registerUiRoutes } from './ui-routes';
  * `trustProxy` takes the scheme and host from the proxy's X-Forwarded-Proto/X-Forwarded-Host for that check.
  * Without either, only requests to an IP address or localhost are answered (dns-rebinding-guard.ts).
  */
-export async function buildServer(dashboard: Dashboard, options: { basicAuth: readonly string[]; urlPrefix: string; trustProxy: boolean }): Promise<FastifyInstance> {
+export async function buildServer(dashboard: DashboardView, options: { basicAuth: readonly string[]; urlPrefix: string; trustProxy: boolean }): Promise<FastifyInstance> {
   const prefix = options.urlPrefix;
   const server = Fastify({ logger: false, trustProxy: options.trustProxy, routerOptions: { ignoreTrailingSlash: true } });
   // Flower's clients send form fields (tornado reads query and body alike): parse them as fields too.

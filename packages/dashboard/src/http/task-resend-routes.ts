@@ -1,6 +1,6 @@
 import type { ResultMeta } from '@kq/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import type { InspectedWorker } from '../fleet-state';
 import { resendPlan, type ResendPlan } from '../task-resend';
 import { field } from './request-fields';
@@ -10,7 +10,7 @@ import { field } from './request-fields';
  * not (the page's button), `POST …/resend` sends it again — same name, arguments and route, a new id. A `queue` field
  * sends it there instead (needed when the original queue is not known).
  */
-export function registerTaskResendRoutes(server: FastifyInstance, dashboard: Dashboard): void {
+export function registerTaskResendRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   const plan = async (request: FastifyRequest<{ Params: { id: string } }>): Promise<ResendPlan> => {
     const task = dashboard.state.cluster.tasks.get(request.params.id);
     const workerQueues = task?.worker ? workerQueueNames(dashboard.state.inspected.get(task.worker)) : undefined;
@@ -31,7 +31,7 @@ export function registerTaskResendRoutes(server: FastifyInstance, dashboard: Das
 }
 
 /** The result backend's meta of a task (extended fields included when the worker stored them), or null without one. */
-async function storedMeta(dashboard: Dashboard, id: string): Promise<ResultMeta | null> {
+async function storedMeta(dashboard: DashboardView, id: string): Promise<ResultMeta | null> {
   const result = await dashboard.app.asyncResult(id);
   if (!(await result.resultBackend())) return null;
   return result.meta();

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Dashboard } from '../dashboard';
+import type { DashboardView } from '../dashboard-view';
 import { overview } from '../overview';
 import { packageRoot } from '../package-root';
 
@@ -28,7 +28,7 @@ const PAGE_PATHS = ['/', '/workers', '/worker/*', '/tasks', '/task/*', '/broker'
  * overview it draws from, and `/api/live`, a server-sent-events feed that says when something changed so the page
  * refreshes what it shows without a reload.
  */
-export function registerUiRoutes(server: FastifyInstance, dashboard: Dashboard, prefix: string): void {
+export function registerUiRoutes(server: FastifyInstance, dashboard: DashboardView, prefix: string): void {
   for (const path of PAGE_PATHS) {
     server.get(path, async (request, reply) => {
       const requested = request.url.split('?')[0] ?? '';

@@ -11,16 +11,16 @@ import {
   type TickCommit,
   type Transport,
 } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import { Logger, type LogLevel } from '../logger';
+import type { AppContract } from '../task/app-contract';
+import { Logger, type LogLevel } from '../log/logger';
 import { formatIsoDate } from '../protocol/index';
 import { beatTaskId } from './deterministic-id';
 import { BeatScheduleError } from './errors';
 import { planTicks } from './misfire';
 import { ScheduleEntry, type BeatEntryDefinition, type MisfirePolicy } from './schedule-entry';
-import { prepareTaskMessage } from '../prepare-task-message';
+import { prepareTaskMessage } from '../task/prepare-task-message';
 import { clientEventDispatcher } from '../events/task-sent';
-import { onStopSignals } from '../stop-signals';
+import { onStopSignals } from '../platform/stop-signals';
 
 export interface BeatOptions {
   /** The entries to send. */

@@ -22,4 +22,4 @@ export {
   type TickWindow,
 } from './schedule-entry';
 export { loadScheduleFile, parseSchedule, type BeatScheduleFile } from './schedule-file';
-export { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from '../prepare-task-message';
+export { prepareTaskMessage, type PreparedTaskMessage, type TaskEmbed } from '../task/prepare-task-message';

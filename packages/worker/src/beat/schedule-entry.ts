@@ -1,7 +1,7 @@
 import type { CronExpression, CronExpressionParser } from 'cron-parser';
-import { lazyRequire } from '../lazy-require';
+import { lazyRequire } from '../platform/lazy-require';
 import { assertTimeZone } from '../protocol/index';
-import type { ApplyOptions } from '../task';
+import type { ApplyOptions } from '../task/task';
 import { BeatScheduleError } from './errors';
 
 /**

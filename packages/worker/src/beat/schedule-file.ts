@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type * as Yaml from 'yaml';
-import { lazyRequire } from '../lazy-require';
+import { lazyRequire } from '../platform/lazy-require';
 import { BeatScheduleError } from './errors';
 import type { BeatEntryDefinition, MisfirePolicy } from './schedule-entry';
 

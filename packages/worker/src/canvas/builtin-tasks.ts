@@ -1,5 +1,5 @@
 import { KqError, type ResultTuple } from '@kq/core';
-import { ChordError, NotRegistered, TaskFailedError } from '../errors';
+import { ChordError, NotRegistered, TaskFailedError } from '../errors/errors';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';

@@ -1,6 +1,6 @@
 import type { ResultBackend } from '@kq/core';
-import type { ApplyOptions, TaskEmbed } from '../apply-options';
-import type { DateDoneForm } from '../config';
+import type { ApplyOptions, TaskEmbed } from '../send/apply-options';
+import type { DateDoneForm } from '../config/config';
 import type { Revoker } from '../results/index';
 
 /**

@@ -1,6 +1,6 @@
 import { pythonRepr, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
-import { runAsCurrentTask } from '../current-task';
-import { ChordError, TaskFailedError } from '../errors';
+import { runAsCurrentTask } from '../send/current-task';
+import { ChordError, TaskFailedError } from '../errors/errors';
 import { type SignatureJson } from '../protocol/index';
 import { exceptionInfo, formatDateDone, GroupResult, resultFromTuple } from '../results/index';
 import type { CanvasApp } from './canvas-app';
@@ -8,6 +8,7 @@ import { Chain } from './chain';
 import type { ErrbackCaller } from './errback-caller';
 import { Group } from './group';
 import { Signature, type AnySignature } from './signature';
+import { describeError } from '../errors/describe-error';
 
 /** What finishing a chord part needs of the finished task's request. */
 export interface ChordMember {
@@ -58,7 +59,7 @@ export async function onChordPartReturn(
       });
     }
   } catch (error) {
-    log(`Chord ${groupId} raised: ${describe(error)}`);
+    log(`Chord ${groupId} raised: ${describeError(error)}`);
     await failChord(app, backend, callback, error instanceof ChordError ? error : new ChordError(`Join error: ${errorRepr(error)}`), log, callErrbacks);
     return;
   }
@@ -73,7 +74,7 @@ export async function sendChordBody(app: CanvasApp, backend: ResultBackend, call
   try {
     await callback.applyWire([values], {}, {});
   } catch (error) {
-    log(`Chord callback ${callback.task} raised: ${describe(error)}`);
+    log(`Chord callback ${callback.task} raised: ${describeError(error)}`);
     await failChord(app, backend, callback, new ChordError(`Callback error: ${errorRepr(error)}`), log);
   }
 }
@@ -107,7 +108,7 @@ export async function failChord(
         children.push(sent.asTuple());
       }
     } catch (sendError) {
-      log(`Could not send the errbacks of chord body ${callback.task}: ${describe(sendError)}`);
+      log(`Could not send the errbacks of chord body ${callback.task}: ${describeError(sendError)}`);
     }
   }
   if (!bodyId) return;
@@ -117,7 +118,7 @@ export async function failChord(
       { expiresMs: app.conf.resultExpires * 1000 },
     );
   } catch (storeError) {
-    log(`Could not store the failure of chord body ${callback.task}[${bodyId}]: ${describe(storeError)}`);
+    log(`Could not store the failure of chord body ${callback.task}[${bodyId}]: ${describeError(storeError)}`);
   }
 }
 
@@ -135,8 +136,4 @@ export function exceptionRepr(info: unknown): string {
 export function errorRepr(error: unknown): string {
   if (error instanceof TaskFailedError) return `${error.excType}(${error.excMessage.map((arg) => pythonRepr(arg)).join(', ')})`;
   return exceptionRepr(exceptionInfo(error));
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

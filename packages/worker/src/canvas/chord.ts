@@ -1,5 +1,5 @@
 import { brandClass, KqError, randomUuid, type ResultBackend } from '@kq/core';
-import { ChordError } from '../errors';
+import { ChordError } from '../errors/errors';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
 import type { CanvasApp } from './canvas-app';

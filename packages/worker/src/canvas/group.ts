@@ -1,5 +1,5 @@
 import { brandClass, KqError, randomUuid } from '@kq/core';
-import { currentTask } from '../current-task';
+import { currentTask } from '../send/current-task';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
 import type { CanvasApp } from './canvas-app';

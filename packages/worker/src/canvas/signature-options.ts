@@ -1,5 +1,5 @@
-import type { ApplyOptions, SignatureLike } from '../apply-options';
-import { InvalidSignatureOption } from '../errors';
+import type { ApplyOptions, SignatureLike } from '../send/apply-options';
+import { InvalidSignatureOption } from '../errors/errors';
 import { formatIsoDate, type SignatureJson } from '../protocol/index';
 
 /** A signature's options as they travel: Celery's `apply_async` keyword names (`task_id`, `routing_key`, `link`...). */

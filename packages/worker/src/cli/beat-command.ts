@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Option, type Command } from 'commander';
-import type { App } from '../app';
+import type { App } from '../app/app';
 import { Beat } from '../beat/beat';
 import { BeatScheduleError } from '../beat/errors';
 import type { BeatEntryDefinition } from '../beat/schedule-entry';
 import { loadScheduleFile, parseSchedule, type BeatScheduleFile } from '../beat/schedule-file';
-import { jsonLogSink } from '../log-json-sink';
-import { Logger, type LogFormat, type LogLevel } from '../logger';
+import { jsonLogSink } from '../log/log-json-sink';
+import { Logger, type LogFormat, type LogLevel } from '../log/logger';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 import { parseLogLevelOption } from './log-options';

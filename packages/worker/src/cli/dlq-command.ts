@@ -1,6 +1,6 @@
 import { KqError, hasDeadLetters, sanitizeUrl, type DeadLetter, type DeadLetterBox } from '@kq/core';
 import type { Command } from 'commander';
-import type { App } from '../app';
+import type { App } from '../app/app';
 import { confirm } from './confirm';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';

@@ -1,7 +1,7 @@
 import { emitKeypressEvents } from 'node:readline';
 import { sanitizeUrl } from '@kq/core';
 import type { Command } from 'commander';
-import type { App } from '../app';
+import type { App } from '../app/app';
 import { ClusterState } from '../events/cluster-state';
 import { renderClusterView, renderTaskDetail } from '../events/cluster-view';
 import { EventDumper } from '../events/event-dump';
@@ -10,7 +10,7 @@ import { EventsNavigator, type KeyPress } from './events-navigator';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 import { positiveSeconds } from './option-parsers';
-import { stopSignalReceived } from '../stop-signals';
+import { stopSignalReceived } from '../platform/stop-signals';
 
 export interface EventsMonitorOptions {
   app: App;

@@ -1,6 +1,6 @@
 import { KqError } from '@kq/core';
-import { App } from '../app';
-import { loadAppModule } from '../pool/load-app-module';
+import { App } from '../app/app';
+import { loadAppModule } from '../app/load-app-module';
 
 /**
  * Loads the app a CLI command works on: the module given with `-A` (its `app` export or default export must be

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseLogLevel, type LogLevel } from '../logger';
+import { parseLogLevel, type LogLevel } from '../log/logger';
 
 /** `-l/--loglevel` for commander: Celery's level names (and `warn`, `fatal`), any case. */
 export function parseLogLevelOption(value: string): LogLevel {

@@ -1,6 +1,6 @@
 import { start } from 'node:repl';
 import type { Command } from 'commander';
-import type { App } from '../app';
+import type { App } from '../app/app';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';
 

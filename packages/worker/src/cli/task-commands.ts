@@ -1,6 +1,6 @@
 import { KqError, sanitizeUrl } from '@kq/core';
 import type { Command } from 'commander';
-import type { ApplyOptions } from '../apply-options';
+import type { ApplyOptions } from '../send/apply-options';
 import { confirm } from './confirm';
 import { globalOptions } from './global-options';
 import { loadApp } from './load-app';

@@ -1,6 +1,6 @@
 import { processWide } from '@kq/core';
 import type { EventDispatcher } from '../events/event-dispatcher';
-import type { Worker } from '../worker/worker';
+import type { WorkerHost } from '../runtime/worker-host';
 import type { ClusterOptions } from './cluster-options';
 import type { Gossip } from './gossip';
 import type { TaskOverrides } from './registered-tasks';
@@ -9,13 +9,13 @@ import type { TaskOverrides } from './registered-tasks';
  * Which cluster context drives each worker: one set of cluster steps per worker, even if two were given — from two
  * copies of @kq/worker too, hence process-wide.
  */
-const owners = processWide('kq.cluster-owners.v1', () => new WeakMap<Worker, ClusterContext>());
+const owners = processWide('kq.cluster-owners.v1', () => new WeakMap<WorkerHost, ClusterContext>());
 
 /**
  * The cluster side of a running worker started with cluster steps: its event dispatcher and Gossip (e.g.
  * `clusterOf(worker)?.gossip?.on('node-lost', ...)`), or undefined.
  */
-export function clusterOf(worker: Worker): ClusterContext | undefined {
+export function clusterOf(worker: WorkerHost): ClusterContext | undefined {
   return owners.get(worker);
 }
 
@@ -31,14 +31,14 @@ export class ClusterContext {
   neighbours: ReadonlyMap<string, unknown> = new Map();
   /** Task attributes changed by `rate_limit` / `time_limit`, shown by `inspect registered`. */
   readonly overrides = new Map<string, TaskOverrides>();
-  #worker: Worker | undefined;
+  #worker: WorkerHost | undefined;
   #warned = false;
 
   constructor(options: ClusterOptions = {}) {
     this.options = { ...options };
   }
 
-  get worker(): Worker | undefined {
+  get worker(): WorkerHost | undefined {
     return this.#worker;
   }
 
@@ -46,7 +46,7 @@ export class ClusterContext {
    * Binds this context to `worker` when its first step starts. False when another context already drives that
    * worker (cluster steps passed twice): the steps of this one then do nothing.
    */
-  claim(worker: Worker): boolean {
+  claim(worker: WorkerHost): boolean {
     const owner = owners.get(worker);
     if (owner && owner !== this) {
       if (!this.#warned) {
@@ -61,12 +61,12 @@ export class ClusterContext {
   }
 
   /** True when this context drives `worker`. */
-  owns(worker: Worker): boolean {
+  owns(worker: WorkerHost): boolean {
     return owners.get(worker) === this;
   }
 
   /** Unbinds from `worker` once its steps stopped, so the worker may be started again with fresh steps. */
-  release(worker: Worker): void {
+  release(worker: WorkerHost): void {
     if (owners.get(worker) === this) owners.delete(worker);
     this.dispatcher = undefined;
     this.gossip = undefined;

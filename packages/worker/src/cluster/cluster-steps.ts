@@ -1,10 +1,10 @@
 import { brandClass } from '@kq/core';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { WorkerHost } from '../runtime/worker-host';
 import { ClusterContext } from './cluster-context';
 import type { ClusterOptions } from './cluster-options';
 import { EventsStep } from './events-step';
-import { GossipStep } from './gossip';
+import { GossipStep } from './gossip-step';
 import { HeartStep } from './heart';
 import { MingleStep } from './mingle';
 import { RemoteControlStep } from './remote-control';
@@ -19,11 +19,11 @@ export class ClusterBindingStep implements WorkerStep {
     this.#context = context;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     this.#context.claim(worker);
   }
 
-  async stop(worker: Worker): Promise<void> {
+  async stop(worker: WorkerHost): Promise<void> {
     this.#context.release(worker);
   }
 }

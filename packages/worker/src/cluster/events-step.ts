@@ -1,7 +1,7 @@
 import { pythonStringRepr } from '@kq/core';
-import type { Request } from '../worker/request';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { HeldTask } from '../runtime/held-task';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { WorkerHost } from '../runtime/worker-host';
 import { EventDispatcher } from '../events/event-dispatcher';
 import { taskEventFields, type TaskEventKind } from '../events/task-event-fields';
 import type { ClusterContext } from './cluster-context';
@@ -17,7 +17,7 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
 export class EventsStep implements WorkerStep {
   readonly name = 'Events';
   readonly #context: ClusterContext;
-  #worker: Worker | undefined;
+  #worker: WorkerHost | undefined;
   #lastErrorLog = 0;
   #suppressed = 0;
 
@@ -25,7 +25,7 @@ export class EventsStep implements WorkerStep {
     this.#context = context;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     if (!this.#context.owns(worker)) return;
     const { app } = worker;
     const taskEvents = this.#context.options.taskEvents ?? app.conf.workerSendTaskEvents;
@@ -41,7 +41,7 @@ export class EventsStep implements WorkerStep {
     worker.on('unknownTask', this.#unknown);
   }
 
-  async stop(worker: Worker): Promise<void> {
+  async stop(worker: WorkerHost): Promise<void> {
     if (this.#worker !== worker) return;
     worker.off('task', this.#forward);
     worker.off('unknownTask', this.#unknown);
@@ -49,7 +49,7 @@ export class EventsStep implements WorkerStep {
     await this.#context.dispatcher?.close(2000);
   }
 
-  readonly #forward = (kind: TaskEventKind, request: Request, details: Record<string, unknown>): void => {
+  readonly #forward = (kind: TaskEventKind, request: HeldTask, details: Record<string, unknown>): void => {
     const dispatcher = this.#context.dispatcher;
     const type = `task-${kind}`;
     if (!dispatcher?.accepts(type)) return;
@@ -71,7 +71,7 @@ export class EventsStep implements WorkerStep {
     }
   };
 
-  #logError(worker: Worker, error: Error): void {
+  #logError(worker: WorkerHost, error: Error): void {
     const now = Date.now();
     if (now - this.#lastErrorLog < ERROR_LOG_INTERVAL_MS) {
       this.#suppressed++;

@@ -3,13 +3,14 @@ import { ClusterState, type ClusterWorker } from '../events/cluster-state';
 import { EventDispatcher } from '../events/event-dispatcher';
 import { EventReceiver, prepareEvent, type EventBinding } from '../events/event-receiver';
 import { isEventLike, nowSeconds, type ReceivedEvent } from '../events/event';
-import { SOFTWARE_INFO } from '../events/software-info';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
-import type { ClusterContext } from './cluster-context';
+import { SOFTWARE_INFO } from '../protocol/software-info';
+import type { WorkerHost } from '../runtime/worker-host';
 import { compareCodePoints } from './code-point-order';
 import { heapPush, type ElectionEntry } from './election-heap';
+import type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
 import { DEFAULT_HEARTBEAT_INTERVAL } from './heart';
+
+export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
 
 /** Celery's default interval between checks for lost workers, seconds. */
 export const DEFAULT_GOSSIP_INTERVAL = 5.0;
@@ -32,38 +33,6 @@ export function gossipNoticeExchange(eventExchange: string): string {
   return `${eventExchange}.kq`;
 }
 
-/** Runs the action of an election this worker won, by topic. */
-export type ElectionHandler = (action: unknown) => void | Promise<void>;
-
-export type GossipEvents = {
-  /** A worker appeared or came back online. */
-  'node-join': [worker: ClusterWorker];
-  /** A worker said it went offline. */
-  'node-leave': [worker: ClusterWorker];
-  /** A worker stopped sending heartbeats (found by the periodic check). */
-  'node-lost': [worker: ClusterWorker];
-  /** An election finished: `leader` is `hostname.pid` of the winner. */
-  elected: [id: string, leader: string, topic: string, won: boolean];
-};
-
-export interface GossipOptions {
-  /** Seconds between checks for workers whose heartbeat expired. Default 5. */
-  interval?: number;
-  /** `x-message-ttl` of the gossip queue in seconds: the heartbeat interval when given, else 5 (Celery's rule). */
-  queueTtl?: number;
-  /** Milliseconds an election waits for every live peer's request before deciding with what it has. Default 5000. */
-  electionTimeout?: number;
-  /**
-   * How many kq workers follow every heartbeat: the ones with the lowest node names (Python's string order) among the
-   * kq workers alive. The others follow only online, offline and election events, and hear from the watchers who was
-   * lost, so the traffic each worker consumes does not grow with the fleet. Default 3; `Infinity`: every worker
-   * follows every heartbeat (Celery's way, whose cost grows with the square of the fleet).
-   */
-  watchers?: number;
-  /** This worker's heartbeat interval, seconds (default 2): how often a watcher says so, and how often lost workers are looked for. */
-  heartbeatInterval?: number;
-}
-
 /**
  * Celery's `Gossip`: follows the other workers through their `worker.*` events, which keeps the app clock in step
  * with theirs, tells who is alive, and runs elections. Own events only move the clock forward. The worker itself is
@@ -84,7 +53,7 @@ export interface GossipOptions {
  * take part.
  */
 export class Gossip extends TypedEmitter<GossipEvents> {
-  readonly worker: Worker;
+  readonly worker: WorkerHost;
   readonly hostname: string;
   /** `hostname.pid`: how elections name this worker. */
   readonly fullHostname: string;
@@ -119,7 +88,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   #deciding = false;
   #decisionTimer: NodeJS.Timeout | undefined;
 
-  constructor(worker: Worker, dispatcher: EventDispatcher | undefined, options: GossipOptions = {}) {
+  constructor(worker: WorkerHost, dispatcher: EventDispatcher | undefined, options: GossipOptions = {}) {
     super();
     this.worker = worker;
     this.hostname = worker.hostname;
@@ -508,48 +477,5 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     const { task, args, kwargs } = action as { task?: unknown; args?: unknown; kwargs?: unknown };
     if (typeof task !== 'string') throw new KqError(`Could not call task: the signature has no task name`);
     await this.worker.app.sendTask(task, Array.isArray(args) ? args : [], kwargs && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : {});
-  }
-}
-
-/** The Gossip consumer step; on by default when the broker has fanout (Celery: amqp and redis). */
-export class GossipStep implements WorkerStep {
-  readonly name = 'Gossip';
-  readonly #context: ClusterContext;
-  #gossip: Gossip | undefined;
-
-  constructor(context: ClusterContext) {
-    this.#context = context;
-  }
-
-  get gossip(): Gossip | undefined {
-    return this.#gossip;
-  }
-
-  async start(worker: Worker): Promise<void> {
-    if (!this.#context.owns(worker) || this.#context.options.gossip === false) return;
-    const transport = await worker.app.connection.transport();
-    if (!transport.capabilities.fanout) return;
-    const { heartbeatInterval, gossipInterval, gossipWatchers } = this.#context.options;
-    const gossip = new Gossip(worker, this.#context.dispatcher, {
-      ...(gossipInterval === undefined ? {} : { interval: gossipInterval }),
-      ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval, heartbeatInterval }),
-      ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
-    });
-    try {
-      await gossip.start(this.#context.neighbours.keys());
-    } catch (error) {
-      // Following the others is not worth refusing to run tasks over: carry on without it, loudly.
-      worker.log.error(`gossip: could not start, running without it: ${error instanceof Error ? error.message : String(error)}`);
-      await gossip.stop().catch(() => undefined);
-      return;
-    }
-    this.#gossip = gossip;
-    this.#context.gossip = gossip;
-  }
-
-  async stop(): Promise<void> {
-    const gossip = this.#gossip;
-    this.#gossip = undefined;
-    await gossip?.stop();
   }
 }

@@ -1,6 +1,6 @@
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
-import { SOFTWARE_INFO, loadAverage } from '../events/software-info';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { WorkerHost } from '../runtime/worker-host';
+import { SOFTWARE_INFO, loadAverage } from '../protocol/software-info';
 import type { ClusterContext } from './cluster-context';
 
 /** Celery's default heartbeat interval, seconds. */
@@ -26,7 +26,7 @@ export class HeartStep implements WorkerStep {
     return this.#context.options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     if (!this.#context.owns(worker) || this.#context.options.heartbeat === false) return;
     // Online only once the worker consumes and answers remote control, so whoever reacts to it finds it listening.
     this.#onReady = () => {
@@ -39,7 +39,7 @@ export class HeartStep implements WorkerStep {
     worker.once('ready', this.#onReady);
   }
 
-  async stop(worker: Worker): Promise<void> {
+  async stop(worker: WorkerHost): Promise<void> {
     if (this.#onReady) worker.off('ready', this.#onReady);
     this.#onReady = undefined;
     if (this.#timer) clearInterval(this.#timer);
@@ -51,7 +51,7 @@ export class HeartStep implements WorkerStep {
     }
   }
 
-  #send(worker: Worker, type: string): void {
+  #send(worker: WorkerHost, type: string): void {
     this.#context.dispatcher?.send(type, {
       freq: this.interval,
       active: worker.state.active.size,

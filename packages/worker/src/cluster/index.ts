@@ -5,7 +5,9 @@ export { clusterOptionsFromFlags, type ClusterOptions, type WorkerClusterFlagVal
 export { EventsStep } from './events-step';
 export { HeartStep, DEFAULT_HEARTBEAT_INTERVAL } from './heart';
 export { MingleStep, mingle, syncWithNode, type MingleReply } from './mingle';
-export { Gossip, GossipStep, DEFAULT_GOSSIP_INTERVAL, type ElectionHandler, type GossipEvents, type GossipOptions } from './gossip';
+export { Gossip, DEFAULT_GOSSIP_INTERVAL } from './gossip';
+export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
+export { GossipStep } from './gossip-step';
 export { heapPush, type ElectionEntry } from './election-heap';
 export { StateDb, StateDbStep, parseStateFile, type StateFile } from './state-db';
 export { RemoteControlStep, remoteControlCommands } from './remote-control';

@@ -1,6 +1,6 @@
 import { pythonRepr, type MailboxReply } from '@kq/core';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { WorkerHost } from '../runtime/worker-host';
 import type { ClusterContext } from './cluster-context';
 
 /** Transports Celery runs Mingle on. */
@@ -29,7 +29,7 @@ export class MingleStep implements WorkerStep {
     this.#context = context;
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     if (!this.#context.owns(worker)) return;
     const transport = await worker.app.connection.transport();
     const enabled = this.#context.options.mingle ?? MINGLE_TRANSPORTS.has(transport.name);
@@ -48,7 +48,7 @@ export class MingleStep implements WorkerStep {
  * Says hello to the other workers and syncs with their replies; resolves to the node names synced with. `neighbours`,
  * when given, receives every other node's reply by node name.
  */
-export async function mingle(worker: Worker, timeoutMs = 1000, neighbours?: Map<string, unknown>): Promise<string[]> {
+export async function mingle(worker: WorkerHost, timeoutMs = 1000, neighbours?: Map<string, unknown>): Promise<string[]> {
   const { log } = worker;
   log.info('mingle: searching for neighbors');
   let replies: MailboxReply[];
@@ -85,7 +85,7 @@ export async function mingle(worker: Worker, timeoutMs = 1000, neighbours?: Map<
 }
 
 /** Adopts one neighbour's clock and revoked set (Celery's `sync_with_node`). */
-export function syncWithNode(worker: Worker, reply: unknown): void {
+export function syncWithNode(worker: WorkerHost, reply: unknown): void {
   if (typeof reply !== 'object' || reply === null || Array.isArray(reply)) {
     throw new TypeError(`expected a mapping, got ${pythonRepr(reply)}`);
   }

@@ -1,5 +1,5 @@
 import type { Queue } from '@kq/core';
-import type { Worker } from '../worker/worker';
+import type { WorkerHost } from '../runtime/worker-host';
 
 /**
  * What `add_consumer` / `cancel_consumer` need from a worker: changing the task queues it consumes while it runs
@@ -14,7 +14,7 @@ export interface TaskQueueControl {
 }
 
 /** The worker's queue control, when this `Worker` has it. */
-export function queueControlOf(worker: Worker): TaskQueueControl | undefined {
+export function queueControlOf(worker: WorkerHost): TaskQueueControl | undefined {
   const candidate = worker as unknown as Partial<TaskQueueControl>;
   if (typeof candidate.addQueue !== 'function' || typeof candidate.cancelQueue !== 'function') return undefined;
   return candidate as TaskQueueControl;

@@ -1,4 +1,4 @@
-import type { Task } from '../task';
+import type { Task } from '../task/task';
 import { pythonStr } from '../events/python-str';
 import { compareCodePoints } from './code-point-order';
 

@@ -1,11 +1,11 @@
 import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, type MailboxHandler } from '@kq/core';
-import { SOFTWARE_INFO } from '../events/software-info';
+import { SOFTWARE_INFO } from '../protocol/software-info';
 import { formatIsoDate } from '../protocol/index';
-import { parseRateLimit } from '../rate-limit';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Request } from '../worker/request';
-import { controlCommands } from '../worker/control-commands';
-import type { Worker } from '../worker/worker';
+import { parseRateLimit } from '../runtime/rate-limit';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { HeldTask } from '../runtime/held-task';
+import { controlCommands } from '../runtime/control-commands';
+import type { WorkerHost } from '../runtime/worker-host';
 import { MemorySamples } from './memory-samples';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
@@ -33,7 +33,7 @@ const count = (value: unknown, fallback: number): number => {
  *
  * `pool_grow`, `pool_shrink` and `autoscale` belong to the pool and are not defined here.
  */
-export function remoteControlCommands(worker: Worker, context: ClusterContext): Record<string, MailboxHandler> {
+export function remoteControlCommands(worker: WorkerHost, context: ClusterContext): Record<string, MailboxHandler> {
   const { app, state } = worker;
 
   const revoke: Handler = (args) => {
@@ -258,7 +258,7 @@ export class RemoteControlStep implements WorkerStep {
 
   async stop(): Promise<void> {}
 
-  commands(worker: Worker): Record<string, MailboxHandler> {
+  commands(worker: WorkerHost): Record<string, MailboxHandler> {
     return this.#context.owns(worker) ? remoteControlCommands(worker, this.#context) : {};
   }
 }
@@ -270,7 +270,7 @@ function uniqueIds(value: unknown): string[] {
 }
 
 /** The request for a task id this worker holds (running, reserved or waiting for its ETA). */
-function findRequest(worker: Worker, id: string): Request | undefined {
+function findRequest(worker: WorkerHost, id: string): HeldTask | undefined {
   const running = worker.state.active.get(id);
   if (running) return running;
   for (const request of worker.state.reserved) if (request.id === id) return request;
@@ -278,13 +278,13 @@ function findRequest(worker: Worker, id: string): Request | undefined {
 }
 
 /** Reserved but neither running nor held for an ETA (Celery's reserved minus active; ETA tasks are `scheduled`). */
-function reservedRequests(worker: Worker): Request[] {
+function reservedRequests(worker: WorkerHost): HeldTask[] {
   const held = new Set(worker.scheduled().map(({ request }) => request));
   return [...worker.state.reserved].filter((request) => !worker.state.active.has(request.id) && !held.has(request));
 }
 
 /** The queue `add_consumer` names: a configured/known one, or Celery's `Queue(name, Exchange(exchange, type), key)`. */
-function taskQueue(worker: Worker, name: string, args: Record<string, unknown>): Queue {
+function taskQueue(worker: WorkerHost, name: string, args: Record<string, unknown>): Queue {
   const exchange = typeof args['exchange'] === 'string' ? args['exchange'] : null;
   const type = typeof args['exchange_type'] === 'string' ? args['exchange_type'] : 'direct';
   const routingKey = typeof args['routing_key'] === 'string' ? args['routing_key'] : null;

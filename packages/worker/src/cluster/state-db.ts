@@ -1,9 +1,9 @@
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { KqError, type LamportClock, type LimitedSet, type LimitedSetWire } from '@kq/core';
-import type { Logger } from '../logger';
-import type { WorkerStep } from '../worker/bootstep';
-import type { Worker } from '../worker/worker';
+import type { Logger } from '../log/logger';
+import type { WorkerStep } from '../runtime/bootstep';
+import type { WorkerHost } from '../runtime/worker-host';
 import type { ClusterContext } from './cluster-context';
 
 /** Format marker and version of kq's state file. */
@@ -154,14 +154,14 @@ export class StateDbStep implements WorkerStep {
   readonly db: StateDb;
   readonly #context: ClusterContext;
   #timer: NodeJS.Timeout | undefined;
-  #worker: Worker | undefined;
+  #worker: WorkerHost | undefined;
 
   constructor(context: ClusterContext, path: string) {
     this.#context = context;
     this.db = new StateDb(path);
   }
 
-  async start(worker: Worker): Promise<void> {
+  async start(worker: WorkerHost): Promise<void> {
     if (!this.#context.owns(worker)) return;
     const target = { clock: worker.app.clock, revoked: worker.state.revoked };
     const loaded = await this.db.load(target, worker.log);
@@ -174,7 +174,7 @@ export class StateDbStep implements WorkerStep {
     this.#timer.unref();
   }
 
-  async stop(worker: Worker): Promise<void> {
+  async stop(worker: WorkerHost): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     if (this.#worker !== worker) return;

@@ -1,7 +1,7 @@
 import { arch, release, type as osType } from 'node:os';
 import { Exchange, Queue, pythonRepr, sanitizeUrl } from '@kq/core';
-import { DEFAULT_CONFIG, type AppConfig } from '../config';
-import { KQ_VERSION, SOFTWARE_INFO } from '../events/software-info';
+import { DEFAULT_CONFIG, type AppConfig } from '../config/config';
+import { KQ_VERSION, SOFTWARE_INFO } from '../protocol/software-info';
 
 /** kq setting names whose Celery name is not simply the snake_case form. */
 const CELERY_NAMES: Readonly<Partial<Record<keyof AppConfig, string>>> = {

@@ -1,12 +1,12 @@
 import type { Transport } from '@kq/core';
-import type { Worker } from '../worker/worker';
+import type { WorkerHost } from '../runtime/worker-host';
 import { hideSecrets } from './worker-conf';
 
 /**
  * `inspect stats` for a kq worker, in the order and shape of Celery's (docs/wire.md#remote-control-pidbox):
  * `total, pid, clock` (a **string**), `uptime`, `pool`, `broker`, `prefetch_count`, `rusage`.
  */
-export function workerStats(worker: Worker, transport: Transport): Record<string, unknown> {
+export function workerStats(worker: WorkerHost, transport: Transport): Record<string, unknown> {
   return {
     total: Object.fromEntries(worker.state.total),
     pid: process.pid,
@@ -24,7 +24,7 @@ export function workerStats(worker: Worker, transport: Transport): Record<string
  * The `pool` entry. A pool may describe itself with an `info()` method; otherwise the keys Flower and `celery
  * inspect stats` show for Celery's pools, for a pool that runs in this process.
  */
-export function poolInfo(worker: Worker): Record<string, unknown> {
+export function poolInfo(worker: WorkerHost): Record<string, unknown> {
   const pool = worker.pool as typeof worker.pool & { info?: () => Record<string, unknown> };
   if (typeof pool.info === 'function') return pool.info();
   return {
@@ -38,14 +38,14 @@ export function poolInfo(worker: Worker): Record<string, unknown> {
 }
 
 /** `{autoscaler: {max, min, current, qty}}` when the worker autoscales (Celery's Autoscaler step info). */
-function autoscalerInfo(worker: Worker): Record<string, unknown> {
+function autoscalerInfo(worker: WorkerHost): Record<string, unknown> {
   const { autoscaler } = worker as unknown as { autoscaler?: { info?: () => unknown } | null };
   const info = typeof autoscaler?.info === 'function' ? autoscaler.info() : undefined;
   return info === undefined ? {} : { autoscaler: info };
 }
 
 /** Kombu's `Connection.info()`, built from the transport's own description (no password). */
-export function brokerInfo(worker: Worker, transport: Transport): Record<string, unknown> {
+export function brokerInfo(worker: WorkerHost, transport: Transport): Record<string, unknown> {
   const description = transport.describe();
   return {
     hostname: description.hostname,

@@ -16,6 +16,6 @@ export {
 } from './cluster-state';
 export { taskEventFields, resultRepr, exceptionRepr, type TaskEventKind } from './task-event-fields';
 export { clientEventDispatcher, sendTaskSentEvent, taskSentFields, type TaskSentFields } from './task-sent';
-export { KQ_VERSION, SOFTWARE_INFO, loadAverage, type SoftwareInfo } from './software-info';
+export { KQ_VERSION, SOFTWARE_INFO, loadAverage, type SoftwareInfo } from '../protocol/software-info';
 export { EventDumper, formatUtc, humanizeType } from './event-dump';
 export { renderClusterView, type ClusterViewOptions } from './cluster-view';

@@ -1,7 +1,7 @@
 import { pythonRepr } from '@kq/core';
 import { REPR_MAX_LENGTH, formatIsoDate, truncateRepr } from '../protocol/index';
 import { exceptionInfo, exceptionTraceback } from '../results/index';
-import type { Request } from '../worker/request';
+import type { TaskMessage } from '../protocol/index';
 
 /** The task lifecycle steps a worker reports (`worker.on('task', ...)`), i.e. `task-<kind>` events. */
 export type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked';
@@ -13,7 +13,7 @@ export type TaskEventKind = 'received' | 'started' | 'succeeded' | 'failed' | 'r
  * `requeue`; revoked: `terminated, signum, expired`. `details` is what the worker passed along (the raw result or
  * error); it is turned into those strings here.
  */
-export function taskEventFields(kind: TaskEventKind, request: Request, details: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+export function taskEventFields(kind: TaskEventKind, request: { readonly message: TaskMessage }, details: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
   const { message } = request;
   switch (kind) {
     case 'received':

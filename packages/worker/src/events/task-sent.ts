@@ -1,6 +1,6 @@
 import type { OutgoingMessage } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import type { ResolvedRoute } from '../router';
+import type { AppContract } from '../task/app-contract';
+import type { ResolvedRoute } from '../send/router';
 import { EventDispatcher } from './event-dispatcher';
 
 /** The fields of a `task-sent` event, in Celery's order (`as_task_v2`'s `sent_event` plus the route). */

@@ -1,5 +1,5 @@
 import { KqError } from '@kq/core';
-import type { Logger } from '../logger';
+import type { Logger } from '../log/logger';
 import type { Pool } from './pool';
 
 /** `--autoscale max,min`: the pool's size follows the reserved work between these bounds. */

@@ -1,38 +1,21 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import { backoffCountdown, EncodeError, KqError } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import { SoftTimeLimitExceeded, WorkerLostError } from '../errors';
-import type { Logger } from '../logger';
-import type { TaskContext, TaskRequest } from '../task-context';
+import { WorkerLostError } from '../errors/errors';
+import type { Logger } from '../log/logger';
+import type { TaskContext } from '../task/task-context';
 import type { ChildHandle } from './child-handle';
-import type { ChildMessage, DoneMessage, PublishMessage } from './child-protocol';
+import { plainConf, wireRequest, type ChildMessage, type DoneMessage, type PublishMessage } from './child-protocol';
 import { childScript } from './child-script';
-import type { Pool, PoolJob, SchedulingStrategy } from './pool';
+import { killOf, type Pool, type PoolJob, type SchedulingStrategy } from './pool';
 import { PoolChild, type ChildBinding, type ChildRun } from './pool-child';
 import { ProcessChild } from './process-child';
 import { deserializeError, serializeError } from './serialized-error';
 import { ThreadChild } from './thread-child';
+import type { ChildPoolOptions } from './child-pool-options';
 
-export interface ChildPoolOptions {
-  kind: 'threads' | 'processes';
-  /** The worker's app: its plain-data settings go to the children, and it publishes what memory:// children relay. */
-  app: AppContract;
-  /** Path of the module exporting the AppContract; every child imports it. */
-  appModule: string;
-  /** Children to start with. */
-  size: number;
-  strategy?: SchedulingStrategy;
-  /** Replace a child after it ran this many tasks. */
-  maxTasksPerChild?: number | null;
-  /** Replace a child after a task that left it above this many KiB (RSS for processes, heap + buffers for threads). */
-  maxMemoryPerChild?: number | null;
-  log: Logger;
-  /** Milliseconds a child may take to load the app module (default 60 s). */
-  startTimeout?: number;
-  /** Milliseconds a child may take to exit when asked before it is killed (default 5 s). */
-  stopTimeout?: number;
-}
+export type { ChildPoolOptions } from './child-pool-options';
+import { describeError } from '../errors/describe-error';
 
 /** The child is freed when its run ends (`#release`): a job's own release has nothing more to free. */
 const NO_RELEASE = (): void => undefined;
@@ -111,7 +94,7 @@ export class ChildPool implements Pool {
       await Promise.all([...this.#children].map((child) => child.ready));
     } catch (error) {
       await this.terminate();
-      throw new KqError(`The ${this.name} pool could not start: ${describe(error)}`, { cause: error });
+      throw new KqError(`The ${this.name} pool could not start: ${describeError(error)}`, { cause: error });
     }
     this.#started = true;
     this.#pump();
@@ -311,7 +294,7 @@ export class ChildPool implements Pool {
         child.handle.send({ type: 'run', id, request: wireRequest(context.request) });
       } catch (error) {
         child.current = null;
-        reject(error instanceof KqError ? error : new EncodeError(`Cannot pass the task to a pool child: ${describe(error)}`, { cause: error }));
+        reject(error instanceof KqError ? error : new EncodeError(`Cannot pass the task to a pool child: ${describeError(error)}`, { cause: error }));
         return;
       }
       child.writes++;
@@ -365,14 +348,14 @@ export class ChildPool implements Pool {
       const script = childScript();
       handle = this.name === 'threads' ? new ThreadChild(script) : new ProcessChild(script);
     } catch (error) {
-      this.#log.error(`Could not start a ${this.name} pool child: ${describe(error)}`);
+      this.#log.error(`Could not start a ${this.name} pool child: ${describeError(error)}`);
       this.#scheduleRespawn();
       return;
     }
     const child = new PoolChild(handle);
     this.#children.add(child);
     handle.onMessage((message) => this.#onMessage(child, message));
-    handle.onError((error) => this.#log.error(`Pool child ${handle.id}: ${describe(error)}`));
+    handle.onError((error) => this.#log.error(`Pool child ${handle.id}: ${describeError(error)}`));
     handle.onExit((how) => this.#onExit(child, how));
     const startTimer = setTimeout(() => {
       if (child.state !== 'starting') return;
@@ -434,7 +417,7 @@ export class ChildPool implements Pool {
     } else if (this.#started && !this.#terminating) {
       // During start() the failure is start()'s to report; afterwards, respawn with a growing delay.
       this.#startFailures++;
-      this.#log.error(`A ${this.name} pool child could not start: ${describe(child.startError ?? how)}`);
+      this.#log.error(`A ${this.name} pool child could not start: ${describeError(child.startError ?? how)}`);
       this.#scheduleRespawn();
     }
     this.#pump();
@@ -487,7 +470,7 @@ export class ChildPool implements Pool {
     try {
       child.handle.send(message);
     } catch (error) {
-      this.#log.error(`Could not write to pool child ${child.handle.id}: ${describe(error)}`);
+      this.#log.error(`Could not write to pool child ${child.handle.id}: ${describeError(error)}`);
     }
   }
 
@@ -497,44 +480,4 @@ export class ChildPool implements Pool {
       (error: unknown) => this.#send(child, { type: 'published', seq: message.seq, error: serializeError(error) }),
     );
   }
-}
-
-/** Without a kill signal of its own: any abort of the task's signal but the soft time limit is a kill. */
-function killOf(signal: AbortSignal): AbortSignal {
-  const kill = new AbortController();
-  const follow = (): void => {
-    if (!(signal.reason instanceof SoftTimeLimitExceeded)) kill.abort(signal.reason);
-  };
-  if (signal.aborted) follow();
-  else signal.addEventListener('abort', follow, { once: true });
-  return kill.signal;
-}
-
-/** `message.args`/`kwargs` are `args`/`kwargs`: sent once. */
-function wireRequest(request: TaskRequest): TaskRequest {
-  return { ...request, message: { ...request.message, args: [], kwargs: {} } };
-}
-
-/** The settings a child can receive: plain data only (no routing functions, no class instances but Dates/Buffers). */
-function plainConf(conf: object): Record<string, unknown> {
-  const plain: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(conf)) if (isPlain(value, 0)) plain[key] = value;
-  return plain;
-}
-
-function isPlain(value: unknown, depth: number): boolean {
-  if (value === null || value === undefined) return true;
-  const type = typeof value;
-  if (type === 'string' || type === 'boolean') return true;
-  if (type === 'number') return Number.isFinite(value);
-  if (type !== 'object' || depth > 8) return false;
-  if (value instanceof Date || Buffer.isBuffer(value)) return true;
-  if (Array.isArray(value)) return value.every((item) => isPlain(item, depth + 1));
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return false;
-  return Object.values(value as Record<string, unknown>).every((item) => isPlain(item, depth + 1));
-}
-
-function describe(value: unknown): string {
-  return value instanceof Error ? `${value.name}: ${value.message}` : String(value);
 }

@@ -1,8 +1,8 @@
 import type { ResultTuple } from '@kq/core';
-import type { LogLevel } from '../logger';
+import type { LogLevel } from '../log/logger';
 import type { SignatureJson } from '../protocol/index';
-import type { ApplyOptions } from '../task';
-import type { TaskRequest } from '../task-context';
+import type { ApplyOptions } from '../task/task';
+import type { TaskRequest } from '../task/task-context';
 import type { SerializedError } from './serialized-error';
 
 /*
@@ -95,3 +95,28 @@ export type ChildMessage = ReadyMessage | StartFailedMessage | LogMessage | Done
 
 /** Env var set in every pool child, so an app module can tell it must not start a worker on import. */
 export const POOL_CHILD_ENV = 'KQ_POOL_CHILD';
+
+/** `message.args`/`kwargs` are `args`/`kwargs`: sent once. */
+export function wireRequest(request: TaskRequest): TaskRequest {
+  return { ...request, message: { ...request.message, args: [], kwargs: {} } };
+}
+
+/** The settings a child can receive: plain data only (no routing functions, no class instances but Dates/Buffers). */
+export function plainConf(conf: object): Record<string, unknown> {
+  const plain: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(conf)) if (isPlain(value, 0)) plain[key] = value;
+  return plain;
+}
+
+function isPlain(value: unknown, depth: number): boolean {
+  if (value === null || value === undefined) return true;
+  const type = typeof value;
+  if (type === 'string' || type === 'boolean') return true;
+  if (type === 'number') return Number.isFinite(value);
+  if (type !== 'object' || depth > 8) return false;
+  if (value instanceof Date || Buffer.isBuffer(value)) return true;
+  if (Array.isArray(value)) return value.every((item) => isPlain(item, depth + 1));
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  return Object.values(value as Record<string, unknown>).every((item) => isPlain(item, depth + 1));
+}

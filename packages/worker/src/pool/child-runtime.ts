@@ -1,17 +1,18 @@
 import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { EncodeError, KqError } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import { NotRegistered } from '../errors';
-import { Logger, type LogLevel } from '../logger';
-import { currentTask } from '../current-task';
-import { signaturesJson } from '../prepare-task-message';
-import type { ApplyOptions, Task } from '../task';
-import { TaskContext, type TaskRequest } from '../task-context';
+import type { AppContract } from '../task/app-contract';
+import { NotRegistered } from '../errors/errors';
+import { Logger, type LogLevel } from '../log/logger';
+import { currentTask } from '../send/current-task';
+import { signaturesJson } from '../task/prepare-task-message';
+import type { ApplyOptions, Task } from '../task/task';
+import { TaskContext, type TaskRequest } from '../task/task-context';
 import { autoretry } from './autoretry';
 import type { ChildInit, ChildMessage, DoneMessage, ParentMessage, PublishMessage, RunMessage } from './child-protocol';
-import { loadAppModule } from './load-app-module';
+import { importAppModule } from './import-app-module';
 import { deserializeError, serializeError } from './serialized-error';
+import { describeError } from '../errors/describe-error';
 
 /** How a child talks to its pool: `parentPort` in a worker thread, the IPC channel in a child process. */
 export interface ParentPort {
@@ -46,7 +47,7 @@ export class ChildRuntime {
     this.#port.onMessage((message) => this.#handle(message));
     // A promise a task left behind must not take the child (and the next task) down: report it instead.
     process.on('unhandledRejection', (reason) => {
-      this.#log(null, 'error', 'kq.pool.child', `Unhandled rejection in a pool child: ${describe(reason)}`);
+      this.#log(null, 'error', 'kq.pool.child', `Unhandled rejection in a pool child: ${describeError(reason)}`);
     });
   }
 
@@ -77,7 +78,7 @@ export class ChildRuntime {
   async #init(init: ChildInit): Promise<void> {
     this.#loglevel = init.loglevel;
     try {
-      const app = await loadAppModule(init.appModule);
+      const app = await importAppModule(init.appModule);
       Object.assign(app.conf, init.conf);
       if (app.conf.broker.startsWith('memory://')) this.#relayPublishes(app);
       this.#app = app;
@@ -116,7 +117,7 @@ export class ChildRuntime {
     try {
       this.#port.send(done);
     } catch (error) {
-      const reason = new EncodeError(`The task's return value cannot be sent back to the worker: ${describe(error)}. Return plain data.`);
+      const reason = new EncodeError(`The task's return value cannot be sent back to the worker: ${describeError(error)}. Return plain data.`);
       this.#port.send({ type: 'done', id, ok: false, error: serializeError(reason), memory: done.memory });
     }
   }
@@ -187,7 +188,6 @@ function restoreRequest(request: TaskRequest): TaskRequest {
   return { ...request, message: { ...request.message, args: request.args as unknown[], kwargs: request.kwargs as Record<string, unknown> } };
 }
 
-
 /**
  * What `maxMemoryPerChild` is compared with: a process's resident set; for a thread (whose process RSS is shared),
  * its own V8 heap plus the buffers it allocated.
@@ -196,8 +196,4 @@ function memoryKiB(kind: ParentPort['kind']): number {
   if (kind === 'processes') return Math.round(process.memoryUsage.rss() / 1024);
   const heap = getHeapStatistics();
   return Math.round((heap.used_heap_size + heap.external_memory) / 1024);
-}
-
-function describe(value: unknown): string {
-  return value instanceof Error ? `${value.name}: ${value.message}` : String(value);
 }

@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { KqError } from '@kq/core';
-import type { AppContract } from '../app-contract';
-import type { Logger } from '../logger';
+import type { AppContract } from '../task/app-contract';
+import type { Logger } from '../log/logger';
 import { AsyncPool } from './async-pool';
 import { ChildPool } from './child-pool';
 import type { Pool, PoolKind, SchedulingStrategy } from './pool';

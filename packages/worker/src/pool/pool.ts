@@ -1,4 +1,5 @@
-import type { TaskContext } from '../task-context';
+import { SoftTimeLimitExceeded } from '../errors/errors';
+import type { TaskContext } from '../task/task-context';
 
 /**
  * A unit of work handed to a pool: runs a task request to completion (it never rejects). A job may call `release`
@@ -59,4 +60,15 @@ export interface Pool {
   restart?(): void;
   /** The `pool` entry of `inspect stats`, in Celery's shape (a pool without it is described by the stats builder). */
   info?(): Record<string, unknown>;
+}
+
+/** Without a kill signal of its own: any abort of the task's signal but the soft time limit is a kill. */
+export function killOf(signal: AbortSignal): AbortSignal {
+  const kill = new AbortController();
+  const follow = (): void => {
+    if (!(signal.reason instanceof SoftTimeLimitExceeded)) kill.abort(signal.reason);
+  };
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  return kill.signal;
 }

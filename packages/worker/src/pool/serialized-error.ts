@@ -1,6 +1,6 @@
-import { NotRegistered, Reject, Retry, TaskFailedError } from '../errors';
-import { PythonException } from '../python-exception';
-import { TASK_ERRORS, taskErrorEntryNamed, taskErrorEntryOf } from '../task-error-registry';
+import { NotRegistered, Reject, Retry, TaskFailedError } from '../errors/errors';
+import { PythonException } from '../errors/python-exception';
+import { TASK_ERRORS, taskErrorEntryNamed, taskErrorEntryOf } from '../errors/task-error-registry';
 
 /**
  * An error as it crosses between a pool child and the worker. kq's task errors come back as the same class (a

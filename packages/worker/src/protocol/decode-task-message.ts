@@ -1,5 +1,5 @@
 import { DecodeError, defaultSerializers, isUnreadableContent, KqError } from '@kq/core';
-import { InvalidTaskError } from '../errors';
+import { InvalidTaskError } from '../errors/errors';
 import { parseIsoDate } from './iso-time';
 import { nestingDeeperThan, MAX_NESTING_DEPTH } from './nesting-depth';
 import { describeValue, isPlainRecord, MessageFields, setOwn } from './message-fields';

@@ -1,5 +1,5 @@
 import { defaultSerializers, type Headers, type MessageProperties, type OutgoingMessage } from '@kq/core';
-import { InvalidTaskError } from '../errors';
+import { InvalidTaskError } from '../errors/errors';
 import { formatIsoDate } from './iso-time';
 import { describeValue, isPlainRecord, setOwn } from './message-fields';
 import { anonNodename } from './nodename';

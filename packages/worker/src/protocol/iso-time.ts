@@ -1,5 +1,5 @@
 import { formatIsoDatetime, parseIsoDatetime } from '@kq/core';
-import { InvalidTaskError } from '../errors';
+import { InvalidTaskError } from '../errors/errors';
 import { localTimeToUtcMs } from './time-zone-offset';
 
 /**

@@ -1,4 +1,4 @@
-import { InvalidTaskError } from '../errors';
+import { InvalidTaskError } from '../errors/errors';
 import type { SignatureJson } from './task-message-types';
 
 /**

@@ -10,3 +10,10 @@ let cached: string | undefined;
 export function anonNodename(): string {
   return (cached ??= `gen${process.pid}@${hostname()}`);
 }
+
+/** A node name's `%h` (host name), `%n` (its first label) and `%d` (its domain), as Celery's `host_format` expands them. */
+export function expandHostname(name: string): string {
+  const host = hostname();
+  return name.replace(/%h/g, host).replace(/%n/g, host.split('.')[0] ?? host).replace(/%d/g, host.split('.').slice(1).join('.'));
+}
+

@@ -1,4 +1,4 @@
-import { InvalidTaskError } from '../errors';
+import { InvalidTaskError } from '../errors/errors';
 
 const DAY_MS = 86_400_000;
 

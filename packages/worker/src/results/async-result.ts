@@ -10,7 +10,7 @@ import {
   type TaskState,
   type WaitForResultOptions,
 } from '@kq/core';
-import { TaskFailedError, TaskRevokedError } from '../errors';
+import { TaskFailedError, TaskRevokedError } from '../errors/errors';
 import { formatExceptionMessage } from './exception-info';
 
 export interface GetResultOptions {

@@ -1,5 +1,5 @@
-import type { DateDoneForm } from '../config';
-import { ImproperlyConfigured } from '../errors';
+import type { DateDoneForm } from '../config/config';
+import { ImproperlyConfigured } from '../errors/errors';
 import { formatIsoDate } from '../protocol/index';
 
 const FORMS: readonly DateDoneForm[] = ['aware', 'naive'];

@@ -1,7 +1,7 @@
 import { OperationTimeout, isExceptionInfo, type ExceptionInfo } from '@kq/core';
-import { NotRegistered, TaskFailedError } from '../errors';
-import { PythonException, formatExceptionMessage } from '../python-exception';
-import { taskErrorEntryNamed, taskErrorEntryOf } from '../task-error-registry';
+import { NotRegistered, TaskFailedError } from '../errors/errors';
+import { PythonException, formatExceptionMessage } from '../errors/python-exception';
+import { taskErrorEntryNamed, taskErrorEntryOf } from '../errors/task-error-registry';
 
 export { formatExceptionMessage };
 

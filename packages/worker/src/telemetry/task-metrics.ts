@@ -1,5 +1,5 @@
 import type { ObservableCallback, ObservableGauge } from '@opentelemetry/api';
-import { KQ_VERSION } from '../events/software-info';
+import { KQ_VERSION } from '../protocol/software-info';
 import { metricsActive, openTelemetry } from './open-telemetry';
 
 /** What the metrics read of a worker (kept structural: telemetry sits below the worker). */

@@ -1,6 +1,7 @@
 import type { Context, Span } from '@opentelemetry/api';
-import { KQ_VERSION } from '../events/software-info';
+import { KQ_VERSION } from '../protocol/software-info';
 import { openTelemetry, tracingActive, type OpenTelemetry } from './open-telemetry';
+import { describeError } from '../errors/describe-error';
 
 // Names and attributes as Python's opentelemetry-instrumentation-celery writes them, so a trace reads the same
 // whichever side sent or ran a step: spans `apply_async/<task>` (PRODUCER) and `run/<task>` (CONSUMER), the context
@@ -128,8 +129,8 @@ export function startRunTrace(
     end: (outcome, failure, retryReason) => {
       span.setAttribute('celery.state', STATES[outcome] ?? outcome.toUpperCase());
       if (retryReason !== undefined) {
-        span.setAttribute('celery.retry.reason', describe(retryReason));
-        span.addEvent('retry', { 'celery.retry.reason': describe(retryReason) });
+        span.setAttribute('celery.retry.reason', describeError(retryReason));
+        span.addEvent('retry', { 'celery.retry.reason': describeError(retryReason) });
       }
       if (outcome === 'failed' && failure !== undefined) fail(api, span, failure);
       span.end();
@@ -171,10 +172,6 @@ const HEADER_GETTER = {
 
 function fail(api: OpenTelemetry, span: Span, error: unknown): void {
   if (error instanceof Error) span.recordException(error);
-  else span.recordException(describe(error));
-  span.setStatus({ code: api.SpanStatusCode.ERROR, message: describe(error) });
-}
-
-function describe(value: unknown): string {
-  return value instanceof Error ? `${value.name}: ${value.message}` : String(value);
+  else span.recordException(describeError(error));
+  span.setStatus({ code: api.SpanStatusCode.ERROR, message: describeError(error) });
 }

@@ -1,0 +1,2 @@
+import type { App } from '../../worker/src/app/app';
+export type A = App;

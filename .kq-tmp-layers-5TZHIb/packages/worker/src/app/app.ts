@@ -1,0 +1,2 @@
+import { node } from '../protocol/nodename';
+export class App { n = node(); }

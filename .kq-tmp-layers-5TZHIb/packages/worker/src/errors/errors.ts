@@ -1,0 +1,1 @@
+export class KqWorkerError extends Error {}

@@ -1,0 +1,2 @@
+import { KqWorkerError } from '../errors/errors';
+export const node = (): Error => new KqWorkerError();

@@ -1,0 +1,2 @@
+import { App } from '../src/app/app';
+export const app = new App();

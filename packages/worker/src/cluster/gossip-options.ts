@@ -1,0 +1,33 @@
+import type { ClusterWorker } from '../events/cluster-state';
+
+/** Runs the action of an election this worker won, by topic. */
+export type ElectionHandler = (action: unknown) => void | Promise<void>;
+
+export type GossipEvents = {
+  /** A worker appeared or came back online. */
+  'node-join': [worker: ClusterWorker];
+  /** A worker said it went offline. */
+  'node-leave': [worker: ClusterWorker];
+  /** A worker stopped sending heartbeats (found by the periodic check). */
+  'node-lost': [worker: ClusterWorker];
+  /** An election finished: `leader` is `hostname.pid` of the winner. */
+  elected: [id: string, leader: string, topic: string, won: boolean];
+};
+
+export interface GossipOptions {
+  /** Seconds between checks for workers whose heartbeat expired. Default 5. */
+  interval?: number;
+  /** `x-message-ttl` of the gossip queue in seconds: the heartbeat interval when given, else 5 (Celery's rule). */
+  queueTtl?: number;
+  /** Milliseconds an election waits for every live peer's request before deciding with what it has. Default 5000. */
+  electionTimeout?: number;
+  /**
+   * How many kq workers follow every heartbeat: the ones with the lowest node names (Python's string order) among the
+   * kq workers alive. The others follow only online, offline and election events, and hear from the watchers who was
+   * lost, so the traffic each worker consumes does not grow with the fleet. Default 3; `Infinity`: every worker
+   * follows every heartbeat (Celery's way, whose cost grows with the square of the fleet).
+   */
+  watchers?: number;
+  /** This worker's heartbeat interval, seconds (default 2): how often a watcher says so, and how often lost workers are looked for. */
+  heartbeatInterval?: number;
+}

@@ -1,0 +1,489 @@
+import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
+import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
+import { type TaskMessage } from '../protocol/index';
+import { exceptionInfo, formatDateDone } from '../results/index';
+import type { Task } from '../task/task';
+import { TaskContext, type TaskRequest } from '../task/task-context';
+import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
+import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
+import { setLongTimeout, type LongTimeout } from './long-timeout';
+import type { HeldTask, RequestInfo } from './held-task';
+import type { WorkerHost } from './worker-host';
+import { describeError } from '../errors/describe-error';
+
+type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ignored';
+
+/**
+ * One received task message, from receipt to its final ack or reject: the policy Celery applies (early or late
+ * acks, retries, time limits, revokes), with the result stored in Celery's format.
+ */
+export class Request implements HeldTask {
+  readonly worker: WorkerHost;
+  readonly delivery: Delivery;
+  readonly message: TaskMessage;
+  readonly task: Task;
+  // Both controllers are made on first use: most tasks never read their signal or get killed, and an
+  // AbortController per message is a measurable share of a worker's time under a flood of short tasks.
+  /** The task's signal: soft time limit, hard time limit or terminate, whichever comes first. */
+  #abort: AbortController | undefined;
+  /** What the run sent (its context's trail), stored as the result's `children`. */
+  #children: ResultTuple[] | undefined;
+  /** Hard time limit or terminate, even after a soft limit: the run is abandoned and its pool child killed. */
+  #kill: AbortController | undefined;
+  /** Ends the current run's race with the kill reason (set while the task runs). */
+  #onKill: ((reason: unknown) => void) | undefined;
+  #killReason: Error | undefined;
+  timeStart: number | null = null;
+  /** When this worker received the message, epoch seconds (the wait before start is a metric). */
+  readonly receivedAt = Date.now() / 1000;
+  #terminated: string | undefined;
+  /** The run's span, when tracing (`@opentelemetry/api` installed). */
+  #trace: RunTrace | undefined;
+  /** What the run threw, and why it was retried: the span's status and retry reason. */
+  #failure: unknown;
+  #retryReason: unknown;
+
+  constructor(worker: WorkerHost, delivery: Delivery, message: TaskMessage, task: Task) {
+    this.worker = worker;
+    this.delivery = delivery;
+    this.message = message;
+    this.task = task;
+  }
+
+  get id(): string {
+    return this.message.id;
+  }
+
+  /** The task's fields on its log lines, when the log is structured (JSON); nothing to build for text lines. */
+  logFields(): Readonly<Record<string, unknown>> | undefined {
+    return this.worker.log.structured ? { task_id: this.id, task_name: this.name } : undefined;
+  }
+
+  get name(): string {
+    return this.message.name;
+  }
+
+  get acknowledged(): boolean {
+    return this.delivery.acknowledged;
+  }
+
+  get acksLate(): boolean {
+    return this.task.options.acksLate ?? this.worker.app.conf.taskAcksLate;
+  }
+
+  /** True (and recorded as revoked) when the task was revoked or its `expires` passed. */
+  isRevoked(): boolean {
+    const { expires } = this.message;
+    if (expires && expires.getTime() <= Date.now()) {
+      this.worker.state.revoked.add(this.id);
+      return true;
+    }
+    return this.worker.state.revoked.has(this.id);
+  }
+
+  /** Acks the message and records the revoke (REVOKED state, event), as Celery does for revoked and expired tasks. */
+  async discardRevoked(): Promise<void> {
+    const expired = this.message.expires !== null && this.message.expires.getTime() <= Date.now();
+    const reason = expired ? 'expired' : 'revoked';
+    this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
+    const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
+    await this.#store('REVOKED', info, null);
+    await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
+    this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
+    await this.#settle('ack');
+  }
+
+  /**
+   * True (and the request forgotten) when its delivery went stale before it started: the channel that delivered it
+   * closed, or its claim was taken back, so the broker hands the message out again — running it here too would run
+   * it twice (Celery's consumer drops its reserved requests on connection loss the same way).
+   */
+  dropIfStale(): boolean {
+    if (!this.delivery.stale) return false;
+    this.worker.log.log('info', `Task ${this.name}[${this.id}] not started: its delivery was lost with its channel and will be redelivered`, this.logFields());
+    this.worker.state.reserved.delete(this);
+    return true;
+  }
+
+  /** Aborts a running task revoked with terminate: stored REVOKED and acked, as Celery does. */
+  terminate(reason: string): void {
+    this.#terminated = reason;
+    this.#killWith(new TaskRevokedError(`Task ${this.name}[${this.id}] terminated: ${reason}`));
+  }
+
+  /**
+   * Abandons a running task because the worker is stopping (cold shutdown, warm shutdown past its timeout). Unlike a
+   * revoke this is not the task's fault: nothing is stored, and an acks-late message goes back to its queue to run
+   * again; an early-acked one is gone (Celery's at-most-once for early acks), which is logged.
+   */
+  abandon(reason: string): void {
+    this.#terminated = reason;
+    this.#killWith(new WorkerShutdownError(`Task ${this.name}[${this.id}] abandoned: ${reason}`));
+  }
+
+  #abortController(): AbortController {
+    return (this.#abort ??= new AbortController());
+  }
+
+  #signal = (): AbortSignal => this.#abortController().signal;
+
+  #killWith(error: Error): void {
+    this.#killReason ??= error;
+    this.#abortController().abort(error);
+    this.#kill?.abort(error);
+    this.#onKill?.(error);
+  }
+
+  info(safe = false): RequestInfo {
+    return {
+      id: this.id,
+      name: this.name,
+      args: safe ? this.message.argsrepr : this.message.args,
+      kwargs: safe ? this.message.kwargsrepr : this.message.kwargs,
+      type: this.name,
+      hostname: this.worker.hostname,
+      time_start: this.timeStart,
+      acknowledged: this.acknowledged,
+      delivery_info: {
+        exchange: this.delivery.deliveryInfo.exchange,
+        routing_key: this.delivery.deliveryInfo.routingKey,
+        priority: this.message.priority,
+        redelivered: this.delivery.deliveryInfo.redelivered || (this.worker.redeliveredFlag ? false : null),
+      },
+      // Celery's process pool reports the child running it; threads share this process's pid.
+      worker_pid: this.timeStart === null ? null : ((this.worker.pool.name === 'processes' ? this.worker.pool.runningOn?.(this.id) : undefined) ?? process.pid),
+    };
+  }
+
+  /**
+   * Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. `release` frees
+   * the slot once the result is stored and callbacks are sent, so the next task does not wait for this one's ack.
+   */
+  async execute(release: () => void): Promise<void> {
+    const { worker } = this;
+    if (this.dropIfStale()) return;
+    if (this.isRevoked()) {
+      await this.discardRevoked();
+      this.worker.state.taskReady(this);
+      return;
+    }
+    this.timeStart = Date.now() / 1000;
+    worker.state.taskAccepted(this);
+    if (!this.acksLate) await this.#settle('ack');
+    worker.emitTask('started', this);
+    if (this.#trackStarted()) await this.#store('STARTED', { pid: process.pid, hostname: worker.hostname }, null);
+
+    const started = performance.now();
+    const timers: LongTimeout[] = [];
+    this.#trace = startRunTrace(this.message, this.delivery.deliveryInfo, worker.app.conf.broker, worker.hostname);
+    let outcome: Outcome;
+    try {
+      // With a span, the whole run, its result's storing and its callbacks happen with it active, so what they send
+      // continues the trace; without one, no closure is made for it.
+      outcome = this.#trace ? await this.#trace.within(() => this.#runToOutcome(timers, started, release)) : await this.#runToOutcome(timers, started, release);
+    } finally {
+      for (const timer of timers) timer.clear();
+      worker.state.taskReady(this);
+    }
+    this.#trace?.end(outcome, this.#failure, this.#retryReason);
+    if (worker.log.enabled('debug')) worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
+  }
+
+  /** Runs the task and settles it: stores the result or handles the error, sends what follows, acks. */
+  async #runToOutcome(timers: LongTimeout[], started: number, release: () => void): Promise<Outcome> {
+    const { worker } = this;
+    try {
+      const value = await this.#run(timers);
+      worker.state.succeeded.add(this.id);
+      const runtime = (performance.now() - started) / 1000;
+      // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
+      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
+      await this.#store('SUCCESS', value, null);
+      worker.emitTask('succeeded', this, { result: value, runtime });
+      if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
+      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
+      release();
+      if (this.acksLate) await this.#settle('ack');
+      return 'succeeded';
+    } catch (error) {
+      // Kept for the run's span (which records the failure, or the retry's reason).
+      this.#failure = error;
+      const outcome = await this.#handleError(error);
+      if (outcome === 'retried') this.#retryReason = error instanceof Retry ? (error.exc ?? error) : error;
+      return outcome;
+    }
+  }
+
+  /**
+   * The task could not finish because its pool child died (or it crashed its worker too often). As Celery's
+   * `on_failure`: with `acksLate` and `rejectOnWorkerLost` the message is requeued (no FAILURE, no task-failed);
+   * otherwise FAILURE(WorkerLostError) is stored and the message acked (late: unless `acksOnFailureOrTimeout` is off,
+   * then rejected without requeue).
+   */
+  async failWorkerLost(reason: string | WorkerLostError): Promise<'failed' | 'rejected'> {
+    const error = typeof reason === 'string' ? new WorkerLostError(reason) : reason;
+    const { worker } = this;
+    const requeue = this.acksLate && (this.task.options.rejectOnWorkerLost ?? worker.app.conf.taskRejectOnWorkerLost);
+    if (requeue) {
+      worker.log.log('warning', `Task ${this.name}[${this.id}] lost its worker (${error.message}); requeued (rejectOnWorkerLost)`, this.logFields());
+      await this.#settle('requeue');
+      worker.emitTask('rejected', this, { requeue: true });
+      return 'rejected';
+    }
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describeError(error)}`, this.logFields());
+    await this.#fail(exceptionInfo(error), error.stack ?? null);
+    worker.emitTask('failed', this, { exception: error });
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: error.stack ?? null });
+    const ackAnyway = !this.acksLate || (this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout);
+    await this.#settle(ackAnyway ? 'ack' : 'reject', describeError(error));
+    return 'failed';
+  }
+
+  async #run(timers: LongTimeout[]): Promise<unknown> {
+    const { message, task, worker } = this;
+    const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
+    const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
+    if (soft !== null && soft > 0) {
+      timers.push(
+        setLongTimeout(() => {
+          worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
+          this.#abortController().abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
+        }, soft * 1000),
+      );
+    }
+    const taskLog = worker.taskLogger(this.name);
+    const fields = this.logFields();
+    const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, fields ? taskLog.with(fields) : taskLog);
+    this.#children = context.children;
+    // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
+    const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
+    // One promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
+    // three: this runs once per task.
+    return new Promise<unknown>((resolve, reject) => {
+      running.then(resolve, reject);
+      if (hard !== null && hard > 0) {
+        // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
+        // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
+        timers.push(
+          setLongTimeout(() => {
+            const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
+            this.#killWith(error);
+            reject(error);
+          }, hard * 1000),
+        );
+      }
+      // A terminate ends the run (the hard limit ends it above); a soft limit only aborts the signal.
+      if (this.#killReason !== undefined && this.#terminated) reject(this.#killReason);
+      this.#onKill = (reason) => {
+        if (this.#terminated) reject(reason);
+      };
+    });
+  }
+
+  async #handleError(thrown: unknown): Promise<Outcome> {
+    const { worker } = this;
+    let error = this.#softLimitCause(thrown);
+    // Checked first: a child pool reports the child it killed for us as WorkerLostError.
+    if (this.#killReason instanceof WorkerShutdownError) return this.#giveBack(this.#killReason);
+    if (error instanceof WorkerLostError) return this.failWorkerLost(error); // the task did not fail: its child died
+    if (!(error instanceof Retry) && !(error instanceof Reject) && !(error instanceof Ignore) && this.#shouldAutoretry(error)) {
+      try {
+        const retries = this.message.retries;
+        const backoff = this.task.options.retryBackoff;
+        const countdown = backoff
+          ? backoffCountdown(retries, {
+              factor: backoff === true ? 1 : backoff,
+              maximum: this.task.options.retryBackoffMax ?? 600,
+              jitter: this.task.options.retryJitter ?? true,
+            })
+          : undefined;
+        const context = new TaskContext(worker.app, this.task, this.#requestInfo(), this.#signal, worker.log);
+        await context.retry({ exc: error, ...(countdown === undefined ? {} : { countdown }) });
+      } catch (retryError) {
+        error = retryError;
+      }
+    }
+    if (error instanceof Retry) {
+      worker.log.log('info', `Task ${this.name}[${this.id}] retry: ${error.message}`, this.logFields());
+      const cause = error.exc;
+      await this.#store('RETRY', cause === undefined ? null : exceptionInfo(cause), cause instanceof Error ? (cause.stack ?? null) : null);
+      worker.emitTask('retried', this, { exception: cause ?? null });
+      await this.#settle('ack');
+      return 'retried';
+    }
+    if (error instanceof Reject) {
+      worker.log.log('info', `Task ${this.name}[${this.id}] rejected (requeue=${error.requeue}): ${error.reason}`, this.logFields());
+      if (!error.requeue) await this.#store('REJECTED', exceptionInfo(error), null);
+      worker.emitTask('rejected', this, { requeue: error.requeue });
+      await this.#settle(error.requeue ? 'requeue' : 'reject', `Reject: ${error.reason}`);
+      return 'rejected';
+    }
+    if (error instanceof Ignore) {
+      await this.#settle('ack');
+      return 'ignored';
+    }
+    if (error instanceof TaskRevokedError) {
+      worker.log.log('info', `Task ${this.name}[${this.id}] terminated: ${this.#terminated ?? error.message}`, this.logFields());
+      const info = { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' };
+      await this.#store('REVOKED', info, null);
+      await chordPartReturn(worker.app, worker.log, this.message, 'REVOKED', info, this.#requestInfo());
+      worker.emitTask('revoked', this, { terminated: true, signum: 15, expired: false });
+      await this.#settle('ack');
+      return 'revoked';
+    }
+    const timeout = error instanceof TimeLimitExceeded;
+    const stack = error instanceof Error ? (error.stack ?? null) : null;
+    worker.log.log('error', `Task ${this.name}[${this.id}] raised unexpected: ${describeError(error)}${stack && !timeout ? `\n${stack}` : ''}`, this.logFields());
+    await this.#fail(exceptionInfo(error), stack);
+    worker.emitTask('failed', this, { exception: error });
+    await sendErrbacks(worker.app, worker.log, this.message, { request: this.#requestInfo(), error, traceback: stack });
+    if (this.acksLate) {
+      const ackAnyway = this.task.options.acksOnFailureOrTimeout ?? worker.app.conf.taskAcksOnFailureOrTimeout;
+      await this.#settle(ackAnyway ? 'ack' : timeout ? 'requeue' : 'reject', describeError(error));
+    }
+    return 'failed';
+  }
+
+  /** The worker stopped under the task: requeue it (acks late) without a result; an early-acked one is lost. */
+  async #giveBack(reason: WorkerShutdownError): Promise<Outcome> {
+    const { worker } = this;
+    if (this.acksLate) {
+      worker.log.log('warning', `Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; returned to its queue to run again`, this.logFields());
+      await this.#settle('requeue');
+      return 'rejected';
+    }
+    worker.log.warning(
+      `Task ${this.name}[${this.id}] ${reason.message.replace(/^Task \S+ /, '')}; it was acknowledged when it started (acksLate is off), ` +
+        'so it will not run again — set acksLate for tasks that must survive a shutdown',
+    );
+    return 'ignored';
+  }
+
+  /**
+   * What a task threw because its soft time limit aborted its signal — an `AbortError` from `fetch`, a stream, a
+   * timer — is that limit: stored as Celery's `SoftTimeLimitExceeded`, as a Python task's would be, not as the
+   * AbortError the platform raised.
+   */
+  #softLimitCause(error: unknown): unknown {
+    const reason = this.#abort?.signal.aborted ? (this.#abort.signal.reason as unknown) : undefined;
+    if (!(reason instanceof SoftTimeLimitExceeded) || error === reason) return error;
+    const isAbort = error instanceof Error && (error.name === 'AbortError' || error.cause === reason);
+    return isAbort ? reason : error;
+  }
+
+  #shouldAutoretry(error: unknown): boolean {
+    const autoretry = this.task.options.autoretryFor;
+    if (!autoretry) return false;
+    if (typeof autoretry === 'function') return autoretry(error);
+    return autoretry.some((kind) => error instanceof kind);
+  }
+
+  #trackStarted(): boolean {
+    return this.task.options.trackStarted ?? this.worker.app.conf.taskTrackStarted;
+  }
+
+  #ignoreResult(): boolean {
+    return this.message.ignoreResult === true || (this.task.options.ignoreResult ?? this.worker.app.conf.taskIgnoreResult);
+  }
+
+  async #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+    const failure = status === 'FAILURE' || status === 'REJECTED';
+    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return;
+    const known = this.worker.app.knownBackend;
+    const backend = known !== undefined ? known : await this.worker.app.backend();
+    if (!backend) return;
+    const ready = status === 'SUCCESS' || status === 'FAILURE' || status === 'REVOKED' || status === 'REJECTED';
+    const meta: ResultMeta = {
+      status,
+      result,
+      traceback,
+      children: this.#children ?? [],
+      date_done: ready ? formatDateDone(new Date(), this.worker.app.conf.resultDateDone) : null,
+      ...(this.message.group ? { group_id: this.message.group } : {}),
+      ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
+      ...(this.worker.app.conf.resultExtended
+        ? {
+            name: this.name,
+            args: this.message.args,
+            kwargs: this.message.kwargs,
+            worker: this.worker.hostname,
+            retries: this.message.retries,
+            queue: this.delivery.deliveryInfo.routingKey,
+          }
+        : {}),
+      task_id: this.id,
+    };
+    try {
+      await backend.store(meta, {
+        expiresMs: this.worker.app.conf.resultExpires * 1000,
+        ...(this.message.replyTo ? { replyTo: this.message.replyTo } : {}),
+        correlationId: this.message.correlationId,
+      });
+    } catch (error) {
+      this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describeError(error)}`);
+    }
+  }
+
+  /** Stores FAILURE, fails the rest of its chain and records its chord part (Celery's `mark_as_failure`). */
+  async #fail(info: unknown, traceback: string | null): Promise<void> {
+    await this.#store('FAILURE', info, traceback);
+    const { app, log } = this.worker;
+    if (this.message.chord) await chordPartReturn(app, log, this.message, 'FAILURE', info, this.#requestInfo());
+    if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback, this.#requestInfo());
+  }
+
+  /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
+  async #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> {
+    if (this.delivery.acknowledged) return;
+    try {
+      if (action === 'ack') await this.delivery.ack();
+      else if (action === 'reject') await this.delivery.reject(reason);
+      else await this.delivery.requeue();
+      this.worker.emitSettled(this, action);
+    } catch (error) {
+      // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
+      // and at-least-once delivery means it will run again elsewhere.
+      const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
+      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
+    }
+  }
+
+  #requestInfo(): TaskRequest {
+    const { message, delivery, worker } = this;
+    return {
+      id: message.id,
+      name: message.name,
+      args: message.args,
+      kwargs: message.kwargs,
+      retries: message.retries,
+      eta: message.eta,
+      expires: message.expires,
+      rootId: message.rootId,
+      parentId: message.parentId,
+      group: message.group,
+      groupIndex: message.groupIndex,
+      origin: message.origin,
+      correlationId: message.correlationId,
+      replyTo: message.replyTo,
+      priority: message.priority,
+      timeLimit: message.timeLimit,
+      softTimeLimit: message.softTimeLimit,
+      hostname: worker.hostname,
+      deliveryInfo: delivery.deliveryInfo,
+      properties: delivery.properties,
+      headers: message.headers,
+      traceparent: this.#trace?.traceparent ?? null,
+      message,
+    };
+  }
+}
+
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}
