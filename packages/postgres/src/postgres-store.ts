@@ -25,6 +25,7 @@ import { ReadyListener } from './ready-listener';
 import type { ResolvedPostgresOptions } from './postgres-options';
 import { migrate, tableNames, type TableNames } from './schema';
 import { claimStatement, type ClaimRow } from './claim-statement';
+import { withSessionSettings } from './session-settings';
 
 /** A claim on a row: its id, and the claim token that fences a settle after the lease was taken back. */
 export interface PostgresClaim extends Claim {
@@ -56,9 +57,19 @@ const CLAIM_CONNECTIONS = 2;
  * message is delivered again, as it would be anyway after a crash (a server that crashed has dropped every
  * consumer's connection, and their acks are refused). A round trip then waits for two disk flushes, the publish and
  * the result, not three. Publishes, acks, restores and results still wait for theirs.
+ *
+ * Bitmap and sequential scans are off for these sessions: every statement they run has an index made for it, and
+ * a planner whose statistics are stale (a table filled since its last ANALYZE, autovacuum off) otherwise reads the
+ * whole queue to take a few rows — a claim of 64 read and sorted 20,000 ready rows (12 ms against 1.5 ms), a
+ * promotion of delayed rows scanned the table (29 ms against 0.1 ms).
  */
 export function claimPoolConfig(connectionString: string): pg.PoolConfig {
-  return { connectionString, max: CLAIM_CONNECTIONS, min: CLAIM_CONNECTIONS, options: '-c synchronous_commit=off', application_name: 'kq claims' };
+  return {
+    connectionString: withSessionSettings(connectionString, { synchronous_commit: 'off', enable_bitmapscan: 'off', enable_seqscan: 'off' }),
+    max: CLAIM_CONNECTIONS,
+    min: CLAIM_CONNECTIONS,
+    application_name: 'kq claims',
+  };
 }
 
 export class PostgresStore implements VirtualStore {
