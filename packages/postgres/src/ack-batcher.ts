@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { prepared } from './prepared-statement';
 import type { TableNames } from './schema';
 
 interface PendingAck {
@@ -51,9 +52,11 @@ export class AckBatcher {
     if (batch.length === 0) return this.#inFlight;
     const sent = this.#pool
       .query<{ id: number }>(
-        `DELETE FROM ${this.#tables.message} m USING unnest($1::int[], $2::text[]) AS a(id, token)
-         WHERE m.id = a.id AND m.kq_claim = a.token RETURNING m.id`,
-        [batch.map((ack) => ack.id), batch.map((ack) => ack.token)],
+        prepared(
+          `DELETE FROM ${this.#tables.message} m USING unnest($1::int[], $2::text[]) AS a(id, token)
+           WHERE m.id = a.id AND m.kq_claim = a.token RETURNING m.id`,
+          [batch.map((ack) => ack.id), batch.map((ack) => ack.token)],
+        ),
       )
       .then(
         ({ rows }) => {

@@ -1,5 +1,6 @@
 import { encodeEnvelope, type StoredMessage } from '@kq/core';
 import type pg from 'pg';
+import { prepared } from './prepared-statement';
 import type { TableNames } from './schema';
 
 interface PendingInsert {
@@ -79,6 +80,7 @@ export class InsertBatcher {
     }
     const t = this.#tables;
     return this.#pool.query(
+      prepared(
       `WITH rows AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[]) WITH ORDINALITY AS r(queue, payload, priority, due_at, n)),
        created AS (
@@ -89,6 +91,7 @@ export class InsertBatcher {
        SELECT nextval('message_id_sequence'), r.due_at IS NULL, NULL, r.payload, 1, (SELECT id FROM q WHERE q.name = r.queue LIMIT 1), r.priority, r.due_at
        FROM rows r ORDER BY r.n`,
       [queues, payloads, priorities, dues],
+      ),
     );
   }
 }

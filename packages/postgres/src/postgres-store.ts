@@ -25,6 +25,7 @@ import { ReadyListener } from './ready-listener';
 import type { ResolvedPostgresOptions } from './postgres-options';
 import { migrate, tableNames, type TableNames } from './schema';
 import { claimStatement, type ClaimRow } from './claim-statement';
+import { prepared } from './prepared-statement';
 import { withSessionSettings } from './session-settings';
 
 /** A claim on a row: its id, and the claim token that fences a settle after the lease was taken back. */
@@ -393,7 +394,7 @@ export class PostgresStore implements VirtualStore {
     const params = options.noAck
       ? [queues, Math.max(1, options.max)]
       : [queues, Math.max(1, options.max), this.holder, token, this.#options.leaseMs];
-    const { rows } = await this.#claims().query<ClaimRow>(statement, params);
+    const { rows } = await this.#claims().query<ClaimRow>(prepared(statement, params));
     // UPDATE … RETURNING has no order: put them back in the order they were picked.
     rows.sort((a, b) => a.kq_priority - b.kq_priority || Number(a.rn) - Number(b.rn) || Number(a.ord) - Number(b.ord));
     const claims: PostgresClaim[] = [];
@@ -461,7 +462,7 @@ export class PostgresStore implements VirtualStore {
     try {
       await this.#claimPool?.query(
         `UPDATE ${this.tables.message} SET kq_lease_until = now() + make_interval(secs => $2::float8 / 1000)
-         WHERE kq_holder = $1 AND NOT visible`,
+         WHERE kq_lease_until IS NOT NULL AND kq_holder = $1 AND NOT visible`,
         [this.holder, this.#options.leaseMs],
       );
     } catch (error) {
