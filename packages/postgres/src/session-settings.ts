@@ -10,3 +10,10 @@ export function withSessionSettings(connectionString: string, settings: Readonly
   url.searchParams.set('options', [theirs, ...own].filter((part) => part !== null && part !== '').join(' '));
   return url.toString();
 }
+
+/**
+ * Every kq statement with parameters is a short lookup by key or queue whose best plan does not depend on the values
+ * sent, so prepared statements take their generic plan at once: PostgreSQL otherwise plans each call anew for five
+ * calls, then keeps doing so whenever the generic plan's estimate looks worse (for the claim, every time).
+ */
+export const GENERIC_PLANS: Readonly<Record<string, string>> = { plan_cache_mode: 'force_generic_plan' };
