@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { prepared } from './prepared-statement';
 import type { TableNames } from './schema';
 
 interface PendingAck {
@@ -16,15 +17,22 @@ interface PendingAck {
 export class AckBatcher {
   readonly #pool: pg.Pool;
   readonly #tables: TableNames;
+  /** At most this many batches in flight (the pool's connections): acks made meanwhile join the next one. */
+  readonly #maxInFlight: number;
   #pending: PendingAck[] = [];
   #scheduled = false;
-  #inFlight: Promise<void> = Promise.resolve();
+  readonly #inFlight = new Set<Promise<void>>();
   readonly #onDeleted: (rows: number) => void;
 
-  /** `onDeleted`: how many rows each batch deleted (the store vacuums after enough). */
-  constructor(pool: pg.Pool, tables: TableNames, onDeleted: (rows: number) => void = () => undefined) {
+  /**
+   * `connections`: the pool's size — with every connection waiting for a commit, acks queue here and go out as one
+   * batch when one returns, not as one queued statement per event-loop turn. `onDeleted`: how many rows each batch
+   * deleted (the store vacuums after enough).
+   */
+  constructor(pool: pg.Pool, tables: TableNames, connections: number, onDeleted: (rows: number) => void = () => undefined) {
     this.#pool = pool;
     this.#tables = tables;
+    this.#maxInFlight = Math.max(1, connections);
     this.#onDeleted = onDeleted;
   }
 
@@ -33,27 +41,34 @@ export class AckBatcher {
       this.#pending.push({ id, token, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => void this.#send());
+        setImmediate(() => {
+          this.#scheduled = false;
+          this.#send();
+        });
       }
     });
   }
 
   /** Resolves once every ack made so far has been sent and answered. */
   async flush(): Promise<void> {
-    if (this.#scheduled) await this.#send();
-    await this.#inFlight;
+    for (;;) {
+      this.#send();
+      if (this.#inFlight.size === 0) return;
+      await Promise.allSettled([...this.#inFlight]);
+    }
   }
 
-  #send(): Promise<void> {
-    this.#scheduled = false;
+  #send(): void {
+    if (this.#pending.length === 0 || this.#inFlight.size >= this.#maxInFlight) return;
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length === 0) return this.#inFlight;
-    const sent = this.#pool
+    const sent: Promise<void> = this.#pool
       .query<{ id: number }>(
-        `DELETE FROM ${this.#tables.message} m USING unnest($1::int[], $2::text[]) AS a(id, token)
-         WHERE m.id = a.id AND m.kq_claim = a.token RETURNING m.id`,
-        [batch.map((ack) => ack.id), batch.map((ack) => ack.token)],
+        prepared(
+          `DELETE FROM ${this.#tables.message} m USING unnest($1::int[], $2::text[]) AS a(id, token)
+           WHERE m.id = a.id AND m.kq_claim = a.token RETURNING m.id`,
+          [batch.map((ack) => ack.id), batch.map((ack) => ack.token)],
+        ),
       )
       .then(
         ({ rows }) => {
@@ -64,8 +79,12 @@ export class AckBatcher {
         (error: unknown) => {
           for (const ack of batch) ack.reject(error);
         },
-      );
-    this.#inFlight = sent;
-    return sent;
+      )
+      .finally(() => {
+        this.#inFlight.delete(sent);
+        // What queued while every connection was busy goes out now, as one batch.
+        if (!this.#scheduled) this.#send();
+      });
+    this.#inFlight.add(sent);
   }
 }

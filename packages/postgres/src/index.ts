@@ -8,7 +8,8 @@ import { PostgresTransport } from './postgres-transport';
 claimPackageCopy('@kq/postgres', import.meta.url);
 
 export { PostgresTransport } from './postgres-transport';
-export { PostgresStore, QUARANTINE_HOLDER, type PostgresClaim } from './postgres-store';
+export { PostgresStore } from './postgres-store';
+export { QUARANTINE_HOLDER, type PostgresClaim } from './postgres-claimer';
 export { PostgresResultBackend, type PostgresResultBackendOptions } from './postgres-result-backend';
 export { connectionStringOf, type PostgresTransportOptions } from './postgres-options';
 export { tableNames, schemaVersion, type TableNames } from './schema';

@@ -1,5 +1,6 @@
 import { encodeEnvelope, type StoredMessage } from '@kq/core';
 import type pg from 'pg';
+import { prepared } from './prepared-statement';
 import type { TableNames } from './schema';
 
 interface PendingInsert {
@@ -79,16 +80,18 @@ export class InsertBatcher {
     }
     const t = this.#tables;
     return this.#pool.query(
-      `WITH rows AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[]) WITH ORDINALITY AS r(queue, payload, priority, due_at, n)),
-       created AS (
-         INSERT INTO ${t.queue} (id, name) SELECT nextval('queue_id_sequence'), name FROM (SELECT DISTINCT queue AS name FROM rows) d
-         ON CONFLICT (name) DO NOTHING RETURNING id, name),
-       q AS (SELECT id, name FROM created UNION ALL SELECT id, name FROM ${t.queue} WHERE name IN (SELECT queue FROM rows))
-       INSERT INTO ${t.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_due_at)
-       SELECT nextval('message_id_sequence'), r.due_at IS NULL, NULL, r.payload, 1, (SELECT id FROM q WHERE q.name = r.queue LIMIT 1), r.priority, r.due_at
-       FROM rows r ORDER BY r.n`,
-      [queues, payloads, priorities, dues],
+      prepared(
+        `WITH rows AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[]) WITH ORDINALITY AS r(queue, payload, priority, due_at, n)),
+         created AS (
+           INSERT INTO ${t.queue} (id, name) SELECT nextval('queue_id_sequence'), name FROM (SELECT DISTINCT queue AS name FROM rows) d
+           ON CONFLICT (name) DO NOTHING RETURNING id, name),
+         q AS (SELECT id, name FROM created UNION ALL SELECT id, name FROM ${t.queue} WHERE name IN (SELECT queue FROM rows))
+         INSERT INTO ${t.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_due_at)
+         SELECT nextval('message_id_sequence'), r.due_at IS NULL, NULL, r.payload, 1, (SELECT id FROM q WHERE q.name = r.queue LIMIT 1), r.priority, r.due_at
+         FROM rows r ORDER BY r.n`,
+        [queues, payloads, priorities, dues],
+      ),
     );
   }
 }

@@ -9,6 +9,8 @@ import {
 import pg from 'pg';
 import { NotificationListener } from './notification-listener';
 import { connectionStringOf } from './postgres-options';
+import { prepared } from './prepared-statement';
+import { GENERIC_PLANS, withSessionSettings } from './session-settings';
 
 export interface PostgresResultBackendOptions {
   /** The results table (default `kq_result`). */
@@ -20,6 +22,11 @@ export interface PostgresResultBackendOptions {
 
 /** How often a backend deletes expired results (each backend, at most). */
 const EXPIRY_SWEEP_MS = 60_000;
+/**
+ * A ready result up to this size (bytes of its JSON) travels in its NOTIFY (PostgreSQL takes up to 8,000 bytes), so a
+ * woken waiter has it without a `SELECT` — one round trip fewer on every `get()`. Larger ones send the task id only.
+ */
+const NOTIFIED_META_BYTES = 4000;
 
 /**
  * Task results in PostgreSQL: one row per task holding the Celery result meta as JSON (the fields and states
@@ -33,7 +40,8 @@ export class PostgresResultBackend implements ResultBackend {
   readonly #channel: string;
   readonly #pool: pg.Pool;
   readonly #listener: NotificationListener;
-  readonly #waiters = new Map<string, Set<() => void>>();
+  /** Task id → its waiters, each called with the result when the notification carried it. */
+  readonly #waiters = new Map<string, Set<(meta: ResultMeta | null) => void>>();
   #ready: Promise<void> | undefined;
   /**
    * The LISTEN connection, opened by the first wait: a worker that only stores results holds none, and the server
@@ -48,15 +56,15 @@ export class PostgresResultBackend implements ResultBackend {
     this.#channel = `${this.table}_ready`;
     const connectionString = connectionStringOf(url);
     const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
-    this.#pool = new pg.Pool({ connectionString, max: options.poolSize ?? 2 });
+    this.#pool = new pg.Pool({ connectionString: withSessionSettings(connectionString, GENERIC_PLANS), max: options.poolSize ?? 2 });
     this.#pool.on('error', (error) => logger.warn(`kq postgres results: idle connection lost: ${error.message}`));
     this.#listener = new NotificationListener({
       connectionString,
       channel: this.#channel,
-      onNotification: (taskId) => this.#wake(taskId),
+      onNotification: (payload) => this.#notified(payload),
       // Missed notifications: every waiter looks again.
       onLost: () => {
-        for (const taskId of [...this.#waiters.keys()]) this.#wake(taskId);
+        for (const taskId of [...this.#waiters.keys()]) this.#wake(taskId, null);
       },
       logger,
     });
@@ -65,15 +73,21 @@ export class PostgresResultBackend implements ResultBackend {
   async store(meta: ResultMeta, options: StoreResultOptions = {}): Promise<void> {
     await this.#open();
     const expiresMs = options.expiresMs ?? 86_400_000;
+    const json = JSON.stringify(meta);
+    const ready = isReadyState(meta.status);
+    // `task id` or `task id \n result`; a task id with a newline in it (Celery never makes one) is sent alone.
+    const carried = ready && !meta.task_id.includes('\n') && Buffer.byteLength(json) <= NOTIFIED_META_BYTES;
     await this.#pool.query(
-      `WITH stored AS (
-         INSERT INTO ${this.table} (task_id, status, meta, expires_at)
-         VALUES ($1, $2, $3, CASE WHEN $4::float8 > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END)
-         ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, meta = EXCLUDED.meta, expires_at = EXCLUDED.expires_at
-         WHERE ${this.table}.status <> 'SUCCESS' OR EXCLUDED.status = 'SUCCESS'
-         RETURNING task_id)
-       SELECT pg_notify($5, task_id) FROM stored WHERE $6`,
-      [meta.task_id, meta.status, JSON.stringify(meta), expiresMs, this.#channel, isReadyState(meta.status)],
+      prepared(
+        `WITH stored AS (
+           INSERT INTO ${this.table} (task_id, status, meta, expires_at)
+           VALUES ($1, $2, $3, CASE WHEN $4::float8 > 0 THEN now() + make_interval(secs => $4::float8 / 1000) END)
+           ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, meta = EXCLUDED.meta, expires_at = EXCLUDED.expires_at
+           WHERE ${this.table}.status <> 'SUCCESS' OR EXCLUDED.status = 'SUCCESS'
+           RETURNING task_id)
+         SELECT pg_notify($5, $7) FROM stored WHERE $6`,
+        [meta.task_id, meta.status, json, expiresMs, this.#channel, ready, carried ? `${meta.task_id}\n${json}` : meta.task_id],
+      ),
     );
     if (Date.now() - this.#lastExpirySweep > EXPIRY_SWEEP_MS) {
       this.#lastExpirySweep = Date.now();
@@ -84,8 +98,7 @@ export class PostgresResultBackend implements ResultBackend {
   async get(taskId: string): Promise<ResultMeta | null> {
     await this.#open();
     const { rows } = await this.#pool.query<{ meta: string }>(
-      `SELECT meta FROM ${this.table} WHERE task_id = $1 AND (expires_at IS NULL OR expires_at > now())`,
-      [taskId],
+      prepared(`SELECT meta FROM ${this.table} WHERE task_id = $1 AND (expires_at IS NULL OR expires_at > now())`, [taskId]),
     );
     const row = rows[0];
     return row ? (JSON.parse(row.meta) as ResultMeta) : null;
@@ -101,9 +114,12 @@ export class PostgresResultBackend implements ResultBackend {
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
     // Registered before the first look, so a result stored between the look and the wait still wakes us.
     let woken = false;
+    /** The result a notification carried. */
+    let carried: ResultMeta | null = null;
     let wake: (() => void) | undefined;
-    const waiter = (): void => {
+    const waiter = (meta: ResultMeta | null): void => {
       woken = true;
+      if (meta) carried = meta;
       wake?.();
     };
     const waiters = this.#waiters.get(taskId) ?? new Set();
@@ -112,7 +128,7 @@ export class PostgresResultBackend implements ResultBackend {
     try {
       for (;;) {
         woken = false;
-        const meta = await this.get(taskId);
+        const meta = carried ?? (await this.get(taskId));
         if (meta && isReadyState(meta.status)) return meta;
         if (options.signal?.aborted) throw new OperationTimeout(`Stopped waiting for the result of task ${taskId}.`);
         const left = deadline - Date.now();
@@ -173,7 +189,23 @@ export class PostgresResultBackend implements ResultBackend {
     return this.#ready;
   }
 
-  #wake(taskId: string): void {
-    for (const waiter of [...(this.#waiters.get(taskId) ?? [])]) waiter();
+  #notified(payload: string): void {
+    const newline = payload.indexOf('\n');
+    const taskId = newline < 0 ? payload : payload.slice(0, newline);
+    // Parsed only when someone here waits for it: a listening process is sent every result stored.
+    if (!this.#waiters.has(taskId)) return;
+    this.#wake(taskId, newline < 0 ? null : parseMeta(payload.slice(newline + 1)));
+  }
+
+  #wake(taskId: string, meta: ResultMeta | null): void {
+    for (const waiter of [...(this.#waiters.get(taskId) ?? [])]) waiter(meta);
+  }
+}
+
+function parseMeta(json: string): ResultMeta | null {
+  try {
+    return JSON.parse(json) as ResultMeta;
+  } catch {
+    return null; // the waiter reads the row instead
   }
 }

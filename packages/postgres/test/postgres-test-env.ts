@@ -24,7 +24,7 @@ export async function dropTables(client: pg.Pool, tables: { queueTable: string; 
   const m = tables.messageTable;
   await client.query(
     `DROP TABLE IF EXISTS ${m}, ${tables.queueTable}, ${m}_kq_exchange, ${m}_kq_binding, ${m}_kq_schema CASCADE;
-     DROP FUNCTION IF EXISTS ${m}_kq_notify() CASCADE`,
+     DROP FUNCTION IF EXISTS ${m}_kq_notify(), ${m}_kq_notify_inserted() CASCADE`,
   );
 }
 

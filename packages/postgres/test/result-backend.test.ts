@@ -83,6 +83,31 @@ describe.skipIf(!up)('PostgreSQL result backend', () => {
     }
   });
 
+  it('hands a waiter the result its notification carries, without reading the row; a large one is read', async () => {
+    const waiting = backend();
+    const client = rawClient();
+    try {
+      // One wait first, so this backend listens before the bare notification below is sent.
+      const warm = randomUUID();
+      const warmed = waiting.waitFor(warm, { timeoutMs: 10_000 });
+      await backend().store(meta(warm, 'SUCCESS', 0));
+      await warmed;
+      // A notification alone, no row behind it: the waiter can only have the result from the notification.
+      const id = randomUUID();
+      const pending = waiting.waitFor(id, { timeoutMs: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100)); // its first look (a SELECT finding nothing) is done
+      await client.query('SELECT pg_notify($1, $2)', [`${table}_ready`, `${id}\n${JSON.stringify(meta(id, 'SUCCESS', 'carried'))}`]);
+      expect((await pending).result).toBe('carried');
+      // Past the size a notification carries: the task id alone, and the waiter reads the row.
+      const big = randomUUID();
+      const bigPending = waiting.waitFor(big, { timeoutMs: 10_000 });
+      await backend().store(meta(big, 'SUCCESS', 'x'.repeat(10_000)));
+      expect((await bigPending).result).toHaveLength(10_000);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('never overwrites a SUCCESS with a later non-success state (Celery rule)', async () => {
     const results = backend();
     const id = randomUUID();
@@ -108,3 +133,4 @@ describe.skipIf(!up)('PostgreSQL result backend', () => {
     expect(await results.get(id)).toBeNull();
   });
 });
+
