@@ -20,6 +20,19 @@ export const DEFAULT_GOSSIP_WATCHERS = 3;
 /** The longest a starting worker listens for the watchers before deciding whether to be one. */
 const MAX_DECISION_MS = 3000;
 
+/**
+ * A watcher says it watches once every this many heartbeat intervals. Every kq worker receives these, so they are
+ * kept rare: a watcher that dies is reported by the other watchers within three heartbeat intervals, and a starting
+ * worker learns the watchers from Mingle; the notices only matter when every watcher went at once.
+ */
+export const WATCHING_NOTICE_INTERVALS = 5;
+
+/** What a watcher tells a starting kq worker's Mingle: whom it takes for the watchers, and every peer it knows alive. */
+export interface MingleHints {
+  watchers: string[];
+  peers: string[];
+}
+
 /** The worker events every kq worker follows: few, whatever the fleet's size (heartbeats are left to the watchers). */
 const FOLLOWED_EVENTS = ['worker.online', 'worker.offline', 'worker.elect', 'worker.elect.ack'] as const;
 
@@ -60,7 +73,7 @@ export interface GossipOptions {
    * follows every heartbeat (Celery's way, whose cost grows with the square of the fleet).
    */
   watchers?: number;
-  /** This worker's heartbeat interval, seconds (default 2): how often a watcher says so, and how often lost workers are looked for. */
+  /** This worker's heartbeat interval, seconds (default 2): how often lost workers are looked for; a watcher says so every five. */
   heartbeatInterval?: number;
 }
 
@@ -98,6 +111,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #deadlines = new Map<string, NodeJS.Timeout>();
   readonly #watchers: number;
   readonly #heartbeatInterval: number;
+  /** Seconds between a watcher's `worker-watching` notices. */
+  readonly #noticePeriod: number;
   /** Watchers heard from (their `worker-watching` notices), with when, while this worker is not one. */
   readonly #watchersSeen = new Map<string, { at: number; freq: number }>();
   /** Workers this watcher reported lost: a heartbeat from one of them is announced with `worker-found`. */
@@ -129,6 +144,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#options = options;
     this.#watchers = options.watchers ?? DEFAULT_GOSSIP_WATCHERS;
     this.#heartbeatInterval = options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
+    this.#noticePeriod = this.#heartbeatInterval * WATCHING_NOTICE_INTERVALS;
     this.electionHandlers.set('task', (action) => this.#callTask(action));
     this.state.on('node-join', (w) => {
       worker.log.debug(`${w.hostname} joined the party`);
@@ -145,13 +161,21 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     return this.#watching;
   }
 
+  /** True in this worker's first moments, while it listens for the watchers before deciding whether to be one. */
+  get deciding(): boolean {
+    return this.#deciding;
+  }
+
   /** True while heartbeats reach this worker: while it watches, and in its first moments while it decides whether to. */
   get followingHeartbeats(): boolean {
     return this.#heartbeatReceiver !== undefined;
   }
 
-  /** Starts following; `neighbours` are the node names Mingle heard from (alive, until told otherwise). */
-  async start(neighbours: Iterable<string> = []): Promise<void> {
+  /**
+   * Starts following. `neighbours` are the nodes Mingle heard of (alive, until told otherwise), each with what is
+   * known of it (`sw_ident: 'kq'` for the watchers named in Mingle's replies).
+   */
+  async start(neighbours: Iterable<[string, Record<string, unknown>]> = []): Promise<void> {
     const { app } = this.worker;
     const exchange = app.conf.eventExchange;
     const notices = gossipNoticeExchange(exchange);
@@ -166,7 +190,13 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     });
     await this.#receiver.start();
     const now = nowSeconds();
-    for (const node of neighbours) if (node !== this.hostname) this.#learn(node, { freq: this.#heartbeatInterval }, now);
+    for (const [node, fields] of neighbours) {
+      if (node === this.hostname) continue;
+      this.#learn(node, { freq: this.#heartbeatInterval, ...fields }, now);
+      // A watcher named by Mingle counts as heard from now: if it is gone, the other watchers report it, or its
+      // notices stop.
+      if (fields['sw_ident'] === SOFTWARE_INFO.sw_ident) this.#watchersSeen.set(node, { at: now, freq: this.#noticePeriod });
+    }
     if (this.#watchers !== Infinity) {
       // Every watcher says so once per heartbeat interval: after one and a half (3 s at most: with long intervals it
       // watches until it heard from them, rather than follow nobody) this worker knows whether it is one. Meanwhile it
@@ -194,8 +224,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
     this.#timer.unref();
     this.#noticeTimer = setInterval(() => {
-      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#heartbeatInterval, ...SOFTWARE_INFO });
-    }, this.#heartbeatInterval * 1000);
+      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#noticePeriod, ...SOFTWARE_INFO });
+    }, this.#noticePeriod * 1000);
     this.#noticeTimer.unref();
   }
 
@@ -231,6 +261,20 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     });
     receiver.on('error', (error) => this.worker.log.warning(`gossip: ${error.message}`));
     return receiver;
+  }
+
+  /**
+   * What this worker tells a starting kq worker's bounded Mingle, or undefined when it leaves that to the watchers
+   * (it is not one, and has decided so). Watchers: the kq workers with the lowest names among those alive, itself
+   * included.
+   */
+  mingleHints(now: number = nowSeconds()): MingleHints | undefined {
+    if (!this.#watching || this.#stopped) return undefined;
+    const alive = this.aliveWorkers(now);
+    const kq = [this.hostname, ...alive.filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname)].sort(
+      compareCodePoints,
+    );
+    return { watchers: this.#watchers === Infinity ? kq : kq.slice(0, this.#watchers), peers: alive.map((worker) => worker.hostname) };
   }
 
   /**
@@ -321,9 +365,12 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (type === 'worker-watching' && event['watching'] === false) {
       this.#watchersSeen.delete(from); // it stopped watching, not running
     } else if (type === 'worker-watching') {
+      // `freq` is how often this watcher says so (a heartbeat interval for kq before the notices were made rarer).
       const freq = typeof event['freq'] === 'number' && event['freq'] > 0 ? event['freq'] : this.#heartbeatInterval;
       this.#watchersSeen.set(from, { at: now, freq });
-      this.#learn(from, { freq, sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] }, now);
+      const software = { sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] };
+      // Its heartbeat interval is not the notices': a peer heard of only from them is taken to beat as this one does.
+      this.#learn(from, this.state.workers.has(from) ? software : { freq: this.#heartbeatInterval, ...software }, now);
     } else if (type === 'worker-lost') {
       for (const node of nodes) {
         const worker = typeof node === 'string' && node !== this.hostname ? this.state.workers.get(node) : undefined;
@@ -379,7 +426,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       if (watch) this.#watchingSince = now;
       else this.#watchersSeen.clear();
       this.worker.log.debug(watch ? 'gossip: following every heartbeat' : 'gossip: leaving heartbeats to the watchers');
-      this.#notices?.send('worker-watching', watch ? { freq: this.#heartbeatInterval, ...SOFTWARE_INFO } : { watching: false });
+      this.#notices?.send('worker-watching', watch ? { freq: this.#noticePeriod, ...SOFTWARE_INFO } : { watching: false });
     }
     this.#syncFollowing();
   }
@@ -536,7 +583,7 @@ export class GossipStep implements WorkerStep {
       ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
     });
     try {
-      await gossip.start(this.#context.neighbours.keys());
+      await gossip.start(this.#context.neighbours);
     } catch (error) {
       // Following the others is not worth refusing to run tasks over: carry on without it, loudly.
       worker.log.error(`gossip: could not start, running without it: ${error instanceof Error ? error.message : String(error)}`);
