@@ -38,7 +38,7 @@ const FOLLOWED_EVENTS = ['worker.online', 'worker.offline', 'worker.elect', 'wor
 
 /**
  * kq's own exchange beside the event exchange (`celeryev.kq`), for what watchers tell the other kq workers: who
- * they are (`worker-watching`, every heartbeat interval), who stopped sending heartbeats (`worker-lost`) and who came
+ * they are (`worker-watching`, every five heartbeat intervals), who stopped sending heartbeats (`worker-lost`) and who came
  * back (`worker-found`). Python workers and monitors never bind it, so they see exactly Celery's events.
  */
 export function gossipNoticeExchange(eventExchange: string): string {
@@ -85,7 +85,7 @@ export interface GossipOptions {
  * Celery binds every worker's gossip queue with `worker.#`, so each worker receives every other worker's heartbeat
  * (N workers, N² deliveries every 2 s). Here only the `watchers` kq workers with the lowest node names do: they judge
  * liveness by the heartbeat rule, report workers whose heartbeat expired (`worker-lost`, on kq's notice exchange) and
- * say every heartbeat interval that they watch. Every other kq worker binds online, offline and election events only;
+ * say every five heartbeat intervals that they watch. Every other kq worker binds online, offline and election events only;
  * for it a worker is alive from its first event (or Mingle reply) until it goes offline or a watcher reports it lost,
  * and a watcher is lost once its notices stop. A worker that knows of fewer than `watchers` live kq workers below its
  * name watches (a new worker does until it has heard of them). What workers send is unchanged: Python workers and
@@ -198,9 +198,10 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       if (fields['sw_ident'] === SOFTWARE_INFO.sw_ident) this.#watchersSeen.set(node, { at: now, freq: this.#noticePeriod });
     }
     if (this.#watchers !== Infinity) {
-      // Every watcher says so once per heartbeat interval: after one and a half (3 s at most: with long intervals it
-      // watches until it heard from them, rather than follow nobody) this worker knows whether it is one. Meanwhile it
-      // follows heartbeats too, so its clock meets the others' at once, as a Celery worker's does.
+      // Mingle's replies named the watchers; a watcher also says so when it starts watching and every few intervals.
+      // After one and a half heartbeat intervals (3 s at most) this worker decides whether it is one; one that heard
+      // of no watcher watches until it does, rather than follow nobody. Meanwhile it follows heartbeats too, so its
+      // clock meets the others' at once, as a Celery worker's does.
       this.#deciding = true;
       // setImmediate: after what arrived while this process waited for the CPU is read (timers run before I/O).
       this.#decisionTimer = setTimeout(
