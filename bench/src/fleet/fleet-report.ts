@@ -8,6 +8,8 @@ export interface ReportSettings {
   batch: number;
   /** kq's rows from a run of the code before issue #36 (every worker following every heartbeat), shown apart. */
   before?: readonly FleetRunResult[];
+  /** kq's rows from the run before bounded Mingle (watchers already on), shown apart. */
+  previous?: readonly FleetRunResult[];
 }
 
 const BROKER_NAMES = { redis: 'Redis', amqp: 'RabbitMQ' } as const;
@@ -53,6 +55,17 @@ export function renderFleetReport(results: readonly FleetRunResult[], settings: 
   ];
   for (const broker of ['redis', 'amqp'] as const) lines.push(...brokerSection(`## ${BROKER_NAMES[broker]}`, results.filter((result) => result.broker === broker)));
   lines.push(...targets(results), ...OPEN);
+  const previous = settings.previous ?? [];
+  if (previous.length > 0) {
+    lines.push(
+      '## Before bounded Mingle',
+      '',
+      'kq with the Gossip watchers but before bounded Mingle, the notices every five intervals and Mingle\'s own reply queue',
+      '(the previous full run, 30 s idle windows, on the same machine):',
+      '',
+    );
+    for (const broker of ['redis', 'amqp'] as const) lines.push(...brokerSection(`### ${BROKER_NAMES[broker]}, before bounded Mingle`, previous.filter((result) => result.broker === broker)));
+  }
   const before = settings.before ?? [];
   if (before.length > 0) {
     lines.push(
