@@ -21,6 +21,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: fileURLToPath(new URL('../../FLEET.md', import.meta.url)) },
     'max-minutes': { type: 'string', default: '60' },
     before: { type: 'string' },
+    previous: { type: 'string' },
     from: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -78,6 +79,8 @@ for (const kind of brokers) {
 }
 // --before <json>: kq's rows of an earlier run (the results JSON a run leaves in the temp dir), shown apart.
 const before = values.before ? (JSON.parse(readFileSync(values.before, 'utf8')) as FleetRunResult[]).filter((row) => row.system === 'kq') : [];
-writeFileSync(values.out, renderFleetReport(results, { idleSeconds: Number(values.idle), batch: Number(values.batch), before }));
+// --previous <json>: kq's rows of the run before bounded Mingle, shown apart too.
+const previous = values.previous ? (JSON.parse(readFileSync(values.previous, 'utf8')) as FleetRunResult[]).filter((row) => row.system === 'kq') : [];
+writeFileSync(values.out, renderFleetReport(results, { idleSeconds: Number(values.idle), batch: Number(values.batch), before, previous }));
 log(`wrote ${values.out}`);
 process.exit(0);

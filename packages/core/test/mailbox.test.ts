@@ -72,6 +72,16 @@ describe('Mailbox on the memory transport', () => {
     expect(none).toEqual([]);
   });
 
+  it('stops collecting once `until` says so', async () => {
+    await startNode('a@host');
+    await startNode('b@host');
+    await startNode('c@host');
+    // `until` must end the wait: were it the 60 s timeout, the test itself would time out.
+    const replies = await mailbox.broadcast('ping', { reply: true, timeout: 60_000, until: (collected) => collected.some((reply) => 'b@host' in reply) });
+    expect(replies.some((reply) => 'b@host' in reply)).toBe(true);
+    expect(replies.length).toBeLessThanOrEqual(3);
+  });
+
   it('selects nodes by glob and by regex pattern', async () => {
     await startNode('worker1@alpha');
     await startNode('worker2@alpha');

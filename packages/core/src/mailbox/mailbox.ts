@@ -52,6 +52,8 @@ export interface BroadcastOptions {
   timeout?: number;
   /** Stop after this many replies (defaults to the number of destinations when given). */
   limit?: number;
+  /** Stop as soon as this returns true for the replies collected so far (asked after each reply). */
+  until?: (replies: readonly MailboxReply[]) => boolean;
   /** Called with each reply as it arrives. */
   callback?: (reply: MailboxReply) => void;
 }
@@ -193,7 +195,7 @@ export class Mailbox {
         replies: [],
         callback: options.callback,
         onReply: () => {
-          if (limit !== undefined && collector.replies.length >= limit) finish();
+          if ((limit !== undefined && collector.replies.length >= limit) || options.until?.(collector.replies)) finish();
           else arm();
         },
       };

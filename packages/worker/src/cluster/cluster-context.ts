@@ -27,8 +27,11 @@ export class ClusterContext {
   readonly options: ClusterOptions;
   dispatcher: EventDispatcher | undefined;
   gossip: Gossip | undefined;
-  /** The other nodes' replies to Mingle's hello, by node name (empty without Mingle). */
-  neighbours: ReadonlyMap<string, unknown> = new Map();
+  /**
+   * The other nodes Mingle heard of (those that answered its hello and the peers the watchers named), by node name,
+   * with what is known of each (`sw_ident: 'kq'` for a watcher); empty without Mingle.
+   */
+  neighbours: ReadonlyMap<string, Record<string, unknown>> = new Map();
   /** Task attributes changed by `rate_limit` / `time_limit`, shown by `inspect registered`. */
   readonly overrides = new Map<string, TaskOverrides>();
   #worker: WorkerHost | undefined;

@@ -28,6 +28,6 @@ export interface GossipOptions {
    * follows every heartbeat (Celery's way, whose cost grows with the square of the fleet).
    */
   watchers?: number;
-  /** This worker's heartbeat interval, seconds (default 2): how often a watcher says so, and how often lost workers are looked for. */
+  /** This worker's heartbeat interval, seconds (default 2): how often lost workers are looked for; a watcher says so every five. */
   heartbeatInterval?: number;
 }

@@ -28,7 +28,7 @@ export class GossipStep implements WorkerStep {
       ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
     });
     try {
-      await gossip.start(this.#context.neighbours.keys());
+      await gossip.start(this.#context.neighbours);
     } catch (error) {
       // Following the others is not worth refusing to run tasks over: carry on without it, loudly.
       worker.log.error(`gossip: could not start, running without it: ${error instanceof Error ? error.message : String(error)}`);

@@ -21,12 +21,25 @@ export const DEFAULT_GOSSIP_WATCHERS = 3;
 /** The longest a starting worker listens for the watchers before deciding whether to be one. */
 const MAX_DECISION_MS = 3000;
 
+/**
+ * A watcher says it watches once every this many heartbeat intervals. Every kq worker receives these, so they are
+ * kept rare: a watcher that dies is reported by the other watchers within three heartbeat intervals, and a starting
+ * worker learns the watchers from Mingle; the notices only matter when every watcher went at once.
+ */
+export const WATCHING_NOTICE_INTERVALS = 5;
+
+/** What a watcher tells a starting kq worker's Mingle: whom it takes for the watchers, and every peer it knows alive. */
+export interface MingleHints {
+  watchers: string[];
+  peers: string[];
+}
+
 /** The worker events every kq worker follows: few, whatever the fleet's size (heartbeats are left to the watchers). */
 const FOLLOWED_EVENTS = ['worker.online', 'worker.offline', 'worker.elect', 'worker.elect.ack'] as const;
 
 /**
  * kq's own exchange beside the event exchange (`celeryev.kq`), for what watchers tell the other kq workers: who
- * they are (`worker-watching`, every heartbeat interval), who stopped sending heartbeats (`worker-lost`) and who came
+ * they are (`worker-watching`, every five heartbeat intervals), who stopped sending heartbeats (`worker-lost`) and who came
  * back (`worker-found`). Python workers and monitors never bind it, so they see exactly Celery's events.
  */
 export function gossipNoticeExchange(eventExchange: string): string {
@@ -41,7 +54,7 @@ export function gossipNoticeExchange(eventExchange: string): string {
  * Celery binds every worker's gossip queue with `worker.#`, so each worker receives every other worker's heartbeat
  * (N workers, N² deliveries every 2 s). Here only the `watchers` kq workers with the lowest node names do: they judge
  * liveness by the heartbeat rule, report workers whose heartbeat expired (`worker-lost`, on kq's notice exchange) and
- * say every heartbeat interval that they watch. Every other kq worker binds online, offline and election events only;
+ * say every five heartbeat intervals that they watch. Every other kq worker binds online, offline and election events only;
  * for it a worker is alive from its first event (or Mingle reply) until it goes offline or a watcher reports it lost,
  * and a watcher is lost once its notices stop. A worker that knows of fewer than `watchers` live kq workers below its
  * name watches (a new worker does until it has heard of them). What workers send is unchanged: Python workers and
@@ -67,6 +80,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #deadlines = new Map<string, NodeJS.Timeout>();
   readonly #watchers: number;
   readonly #heartbeatInterval: number;
+  /** Seconds between a watcher's `worker-watching` notices. */
+  readonly #noticePeriod: number;
   /** Watchers heard from (their `worker-watching` notices), with when, while this worker is not one. */
   readonly #watchersSeen = new Map<string, { at: number; freq: number }>();
   /** Workers this watcher reported lost: a heartbeat from one of them is announced with `worker-found`. */
@@ -98,6 +113,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#options = options;
     this.#watchers = options.watchers ?? DEFAULT_GOSSIP_WATCHERS;
     this.#heartbeatInterval = options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
+    this.#noticePeriod = this.#heartbeatInterval * WATCHING_NOTICE_INTERVALS;
     this.electionHandlers.set('task', (action) => this.#callTask(action));
     this.state.on('node-join', (w) => {
       worker.log.debug(`${w.hostname} joined the party`);
@@ -114,13 +130,21 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     return this.#watching;
   }
 
+  /** True in this worker's first moments, while it listens for the watchers before deciding whether to be one. */
+  get deciding(): boolean {
+    return this.#deciding;
+  }
+
   /** True while heartbeats reach this worker: while it watches, and in its first moments while it decides whether to. */
   get followingHeartbeats(): boolean {
     return this.#heartbeatReceiver !== undefined;
   }
 
-  /** Starts following; `neighbours` are the node names Mingle heard from (alive, until told otherwise). */
-  async start(neighbours: Iterable<string> = []): Promise<void> {
+  /**
+   * Starts following. `neighbours` are the nodes Mingle heard of (alive, until told otherwise), each with what is
+   * known of it (`sw_ident: 'kq'` for the watchers named in Mingle's replies).
+   */
+  async start(neighbours: Iterable<[string, Record<string, unknown>]> = []): Promise<void> {
     const { app } = this.worker;
     const exchange = app.conf.eventExchange;
     const notices = gossipNoticeExchange(exchange);
@@ -135,11 +159,18 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     });
     await this.#receiver.start();
     const now = nowSeconds();
-    for (const node of neighbours) if (node !== this.hostname) this.#learn(node, { freq: this.#heartbeatInterval }, now);
+    for (const [node, fields] of neighbours) {
+      if (node === this.hostname) continue;
+      this.#learn(node, { freq: this.#heartbeatInterval, ...fields }, now);
+      // A watcher named by Mingle counts as heard from now: if it is gone, the other watchers report it, or its
+      // notices stop.
+      if (fields['sw_ident'] === SOFTWARE_INFO.sw_ident) this.#watchersSeen.set(node, { at: now, freq: this.#noticePeriod });
+    }
     if (this.#watchers !== Infinity) {
-      // Every watcher says so once per heartbeat interval: after one and a half (3 s at most: with long intervals it
-      // watches until it heard from them, rather than follow nobody) this worker knows whether it is one. Meanwhile it
-      // follows heartbeats too, so its clock meets the others' at once, as a Celery worker's does.
+      // Mingle's replies named the watchers; a watcher also says so when it starts watching and every few intervals.
+      // After one and a half heartbeat intervals (3 s at most) this worker decides whether it is one; one that heard
+      // of no watcher watches until it does, rather than follow nobody. Meanwhile it follows heartbeats too, so its
+      // clock meets the others' at once, as a Celery worker's does.
       this.#deciding = true;
       // setImmediate: after what arrived while this process waited for the CPU is read (timers run before I/O).
       this.#decisionTimer = setTimeout(
@@ -163,8 +194,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
     this.#timer.unref();
     this.#noticeTimer = setInterval(() => {
-      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#heartbeatInterval, ...SOFTWARE_INFO });
-    }, this.#heartbeatInterval * 1000);
+      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#noticePeriod, ...SOFTWARE_INFO });
+    }, this.#noticePeriod * 1000);
     this.#noticeTimer.unref();
   }
 
@@ -200,6 +231,20 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     });
     receiver.on('error', (error) => this.worker.log.warning(`gossip: ${error.message}`));
     return receiver;
+  }
+
+  /**
+   * What this worker tells a starting kq worker's bounded Mingle, or undefined when it leaves that to the watchers
+   * (it is not one, and has decided so). Watchers: the kq workers with the lowest names among those alive, itself
+   * included.
+   */
+  mingleHints(now: number = nowSeconds()): MingleHints | undefined {
+    if (!this.#watching || this.#stopped) return undefined;
+    const alive = this.aliveWorkers(now);
+    const kq = [this.hostname, ...alive.filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname)].sort(
+      compareCodePoints,
+    );
+    return { watchers: this.#watchers === Infinity ? kq : kq.slice(0, this.#watchers), peers: alive.map((worker) => worker.hostname) };
   }
 
   /**
@@ -290,9 +335,12 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (type === 'worker-watching' && event['watching'] === false) {
       this.#watchersSeen.delete(from); // it stopped watching, not running
     } else if (type === 'worker-watching') {
+      // `freq` is how often this watcher says so (a heartbeat interval for kq before the notices were made rarer).
       const freq = typeof event['freq'] === 'number' && event['freq'] > 0 ? event['freq'] : this.#heartbeatInterval;
       this.#watchersSeen.set(from, { at: now, freq });
-      this.#learn(from, { freq, sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] }, now);
+      const software = { sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] };
+      // Its heartbeat interval is not the notices': a peer heard of only from them is taken to beat as this one does.
+      this.#learn(from, this.state.workers.has(from) ? software : { freq: this.#heartbeatInterval, ...software }, now);
     } else if (type === 'worker-lost') {
       for (const node of nodes) {
         const worker = typeof node === 'string' && node !== this.hostname ? this.state.workers.get(node) : undefined;
@@ -348,7 +396,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       if (watch) this.#watchingSince = now;
       else this.#watchersSeen.clear();
       this.worker.log.debug(watch ? 'gossip: following every heartbeat' : 'gossip: leaving heartbeats to the watchers');
-      this.#notices?.send('worker-watching', watch ? { freq: this.#heartbeatInterval, ...SOFTWARE_INFO } : { watching: false });
+      this.#notices?.send('worker-watching', watch ? { freq: this.#noticePeriod, ...SOFTWARE_INFO } : { watching: false });
     }
     this.#syncFollowing();
   }

@@ -7,6 +7,7 @@ import type { HeldTask } from '../runtime/held-task';
 import { controlCommands } from '../runtime/control-commands';
 import type { WorkerHost } from '../runtime/worker-host';
 import { MemorySamples } from './memory-samples';
+import { HELLO_PEERS, HELLO_WATCHERS, HELLO_WATCHERS_ONLY } from './mingle';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
 import { queueControlOf } from './queue-control';
@@ -98,8 +99,15 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
           return nok(pythonExceptionRepr('ValueError', message));
         }
       }
+      // A kq worker asking only the watchers (bounded Mingle): one that is not a watcher, and knows it, stays silent.
+      // Without Gossip, or while still deciding whether to watch, it answers: better one reply too many than none.
+      const watchersOnly = args[HELLO_WATCHERS_ONLY] === true;
+      const hints = watchersOnly ? context.gossip?.mingleHints() : undefined;
+      if (watchersOnly && context.gossip && !context.gossip.deciding && !hints) return NO_REPLY;
       state.revoked.purge(); // do not hand expired ids to the other worker
-      return { revoked: state.revoked.toWire(), clock: app.clock.forward() };
+      const reply: Record<string, unknown> = { revoked: state.revoked.toWire(), clock: app.clock.forward() };
+      if (hints) Object.assign(reply, { [HELLO_WATCHERS]: hints.watchers, [HELLO_PEERS]: hints.peers });
+      return reply;
     },
 
     stats: async () => workerStats(worker, await app.connection.transport()),
