@@ -70,6 +70,18 @@ describe('pnpm lint:layers', { timeout: 60_000 }, () => {
     expect(await violations(typeCycle)).toEqual(['no-circular']);
   });
 
+  it('lets only the files the allowance names stay in a circle', async () => {
+    const allowed = {
+      ...sound,
+      'packages/redis/src/redis-transport.ts': "import type { Lease } from './beat-lease';\nexport interface Transport { lease?: Lease }\n",
+      'packages/redis/src/beat-lease.ts': "import type { Transport } from './redis-transport';\nexport interface Lease { t?: Transport }\n",
+    };
+    expect(await violations(allowed)).toEqual([]);
+    const added = { ...allowed, 'packages/redis/src/queue-lengths.ts': "import type { Transport } from './redis-transport';\nexport interface Lengths { t?: Transport }\n" };
+    added['packages/redis/src/redis-transport.ts'] += "import type { Lengths } from './queue-lengths';\nexport type L = Lengths;\n";
+    expect(await violations(added)).toEqual(['no-circular']);
+  });
+
   it('fails on two folders importing each other', async () => {
     const circle = {
       ...sound,
