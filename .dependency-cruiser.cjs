@@ -37,6 +37,12 @@ const PACKAGES = {
 };
 
 const WORKER = '^packages/worker/src/';
+
+/**
+ * Files still in an import circle, to be broken, not added to: @kq/redis's transport and its beat lease and cycle
+ * register (being rewritten), and a running task's context, whose public `ctx.task` is the Task that takes it.
+ */
+const CIRCLE_ALLOWANCE = '^packages/(redis/src/(redis-transport|beat-lease|cycle-register)|worker/src/task/(task|task-context))\\.ts$';
 const folders = Object.keys(WORKER_FOLDERS);
 
 const workerFolderRules = Object.entries(WORKER_FOLDERS).map(([folder, allowed]) => ({
@@ -76,9 +82,9 @@ module.exports = {
     {
       name: 'no-circular',
       severity: 'error',
-      comment: 'An import cycle between files (type-only imports aside; the folder rules count those): one concept split over files, or a type to move down.',
-      from: {},
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      comment: 'An import cycle between files, type-only imports counted: one concept split over files, or a type to move down (or declare the narrow interface one side uses next to it).',
+      from: { pathNot: CIRCLE_ALLOWANCE },
+      to: { circular: true },
     },
     {
       name: 'no-folder-circle',

@@ -16,7 +16,8 @@ import { tolerantFieldTables, type AmqplibChannel, type AmqplibConnection } from
 import { AmqpChannel } from './amqp-channel';
 import { isConnectionFailure, replyCodeOf, toKqError } from './amqp-errors';
 import { BrokerAlternates } from './broker-alternates';
-import { ChannelSlot, closeQuietly } from './channel-slot';
+import { ChannelSlot } from './channel-slot';
+import { closeQuietly } from './close-within';
 import { ConnectionSupervisor } from './connection-supervisor';
 import { AmqpCycleRegister, type AmqpCycleRegisterOptions } from './cycle-register';
 import { AmqpDeadLetters } from './dead-letter-queue';

@@ -1,22 +1,9 @@
 import { ChannelClosed } from '@kq/core';
 import type { AmqplibChannel, AmqplibConfirmChannel } from './amqplib-loader';
+import { closeQuietly } from './close-within';
 import type { ConnectionSupervisor } from './connection-supervisor';
 
 export type SlotKind = 'plain' | 'confirm';
-
-/**
- * Closes an amqplib channel (or connection) without ever hanging: amqplib resolves `close()` only on the
- * broker's close-ok, which never comes if the connection dies meanwhile — the 'close' event does.
- */
-export function closeQuietly(closable: { close(): Promise<void>; once(event: 'close', listener: () => void): unknown }): Promise<void> {
-  return new Promise<void>((resolve) => {
-    closable.once('close', () => resolve());
-    closable.close().then(
-      () => resolve(),
-      () => resolve(),
-    );
-  });
-}
 
 export interface SlotHooks<C extends AmqplibChannel> {
   /** Prepares a freshly opened channel (listeners, qos, consumers) before anyone else may use it. */

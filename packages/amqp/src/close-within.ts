@@ -1,5 +1,18 @@
 import type { AmqplibChannel } from './amqplib-loader';
-import { closeQuietly } from './channel-slot';
+
+/**
+ * Closes an amqplib channel (or connection) without ever hanging: amqplib resolves `close()` only on the
+ * broker's close-ok, which never comes if the connection dies meanwhile — the 'close' event does.
+ */
+export function closeQuietly(closable: { close(): Promise<void>; once(event: 'close', listener: () => void): unknown }): Promise<void> {
+  return new Promise<void>((resolve) => {
+    closable.once('close', () => resolve());
+    closable.close().then(
+      () => resolve(),
+      () => resolve(),
+    );
+  });
+}
 
 /**
  * Closes a channel without waiting more than `ms` — amqplib may never settle the close of a channel whose socket

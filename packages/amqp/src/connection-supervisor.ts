@@ -1,7 +1,7 @@
 import { ChannelClosed, ConnectionLost, KqError, retryDelay, tlsFailureOf, TypedEmitter, type TransportEvents } from '@kq/core';
 import { amqplib, type AmqplibConnection } from './amqplib-loader';
 import { isConnectionFailure } from './amqp-errors';
-import { closeQuietly } from './channel-slot';
+import { closeQuietly } from './close-within';
 import type { AmqpUrl } from './amqp-url';
 import type { BrokerAlternates } from './broker-alternates';
 import type { ResolvedAmqpOptions } from './options';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, KqError, OperationTimeout, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { AmqplibConfirmChannel, AmqplibGetMessage } from './amqplib-loader';
-import type { AmqpTransport } from './amqp-transport';
+import type { AmqpLeaseHost } from './lease-host';
 import { ReplyCode, replyCodeOf } from './amqp-errors';
 import { closeWithin } from './close-within';
 
@@ -49,12 +49,12 @@ const EMPTY_RECHECK_MS = 150;
 /** The register of kq periodic-task cycles on RabbitMQ (see the comment at the top of this file). */
 export class AmqpCycleRegister implements CycleRegister {
   readonly kind = 'amqp';
-  readonly #transport: AmqpTransport;
+  readonly #transport: AmqpLeaseHost;
   readonly #lockTimeoutMs: number;
   /** Operations of this process on one key run one after another (the broker mutex is per connection). */
   readonly #local = new Map<string, Promise<unknown>>();
 
-  constructor(transport: AmqpTransport, options: AmqpCycleRegisterOptions = {}) {
+  constructor(transport: AmqpLeaseHost, options: AmqpCycleRegisterOptions = {}) {
     this.#transport = transport;
     this.#lockTimeoutMs = options.lockTimeoutMs ?? 15_000;
   }

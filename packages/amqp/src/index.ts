@@ -32,3 +32,4 @@ export function createTransport(url: string, options: AmqpTransportOptions | Tra
 }
 export { AmqpBeatLease, type AmqpBeatLeaseOptions } from './single-active-consumer-lease';
 export { AmqpCycleRegister, type AmqpCycleRegisterOptions } from './cycle-register';
+export type { AmqpLeaseHost } from './lease-host';

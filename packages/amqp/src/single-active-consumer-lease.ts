@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { KqError, type BeatLease, type BeatLeaseListener, type BeatLeaseOptions, type CommitOutcome, type TickCommit } from '@kq/core';
 import type { AmqplibChannel, AmqplibConsumeMessage } from './amqplib-loader';
-import type { AmqpTransport } from './amqp-transport';
+import type { AmqpLeaseHost } from './lease-host';
 import { commitTransaction, selectTransactions } from './amqp-transaction';
 import { closeWithin } from './close-within';
 import { toPublishOptions } from './message-mapping';
@@ -89,7 +89,7 @@ export class AmqpBeatLease implements BeatLease {
   readonly kind = 'amqp';
   readonly queue: string;
   readonly queueType: 'classic' | 'quorum';
-  readonly #transport: AmqpTransport;
+  readonly #transport: AmqpLeaseHost;
   readonly #settleMs: number;
   readonly #retryMs: number;
   #listener: BeatLeaseListener | undefined;
@@ -97,7 +97,7 @@ export class AmqpBeatLease implements BeatLease {
   #running = false;
   #retryTimer: NodeJS.Timeout | undefined;
 
-  constructor(transport: AmqpTransport, options: AmqpBeatLeaseOptions) {
+  constructor(transport: AmqpLeaseHost, options: AmqpBeatLeaseOptions) {
     this.#transport = transport;
     this.queue = options.queue ?? `kq.beat.${options.group}`;
     this.queueType = options.queueType ?? (transport.brokerCount > 1 ? 'quorum' : 'classic');

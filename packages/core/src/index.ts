@@ -39,6 +39,7 @@ export type {
 
 export { VirtualTransport, type VirtualTransportOptions } from './virtual/virtual-transport';
 export { VirtualChannel } from './virtual/virtual-channel';
+export type { FanoutBinding, VirtualChannelHost } from './virtual/virtual-channel-host';
 export type {
   Claim,
   ClaimOptions,
@@ -119,8 +120,9 @@ export {
   MalformedEnvelope,
   type DecodeContext,
 } from './virtual/kombu-envelope';
-export { Mailbox, type BroadcastOptions, type MailboxOptions, type MailboxReply, type MailboxRequest } from './mailbox/mailbox';
-export { MailboxNode, NO_REPLY, type MailboxHandler, type MailboxNodeEvents, type MailboxRequestContext } from './mailbox/mailbox-node';
+export { Mailbox, type BroadcastOptions, type MailboxOptions, type MailboxReply } from './mailbox/mailbox';
+export type { MailboxRequest } from './mailbox/mailbox-request';
+export { MailboxNode, NO_REPLY, type MailboxHandler, type MailboxNodeEvents, type MailboxRequestContext, type NodeMailbox } from './mailbox/mailbox-node';
 export { matchNode, type NodeMatcher } from './mailbox/node-matcher';
 export { globToRegExp } from './glob-pattern';
 

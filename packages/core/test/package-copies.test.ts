@@ -32,7 +32,7 @@ describe('claimPackageCopy', () => {
   it('has every kq package this process loaded claimed by its sources (vitest runs them)', async () => {
     await import('@kq/worker');
     for (const name of ['@kq/core', '@kq/worker']) {
-      expect((globalThis as Record<symbol, unknown>)[Symbol.for(`kq.package-copy.${name}`)]).toMatch(/\/packages\/\w+\/src\/[\w-]+\.ts$/);
+      expect((globalThis as Record<symbol, unknown>)[Symbol.for(`kq.package-copy.${name}`)]).toMatch(/\/packages\/\w+\/src\/([\w-]+\/)*[\w-]+\.ts$/);
     }
   });
 });

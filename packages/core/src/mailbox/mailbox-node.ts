@@ -5,8 +5,24 @@ import type { Delivery } from '../message';
 import { Producer } from '../producer';
 import { pythonExceptionRepr } from '../python-repr';
 import { TypedEmitter } from '../typed-emitter';
-import type { Mailbox, MailboxRequest } from './mailbox';
+import type { Connection } from '../connection';
+import type { LamportClock } from '../lamport-clock';
+import type { Queue } from '../queue';
+import type { MailboxRequest } from './mailbox-request';
 import { matchNode } from './node-matcher';
+
+/**
+ * What a node uses of its `Mailbox` (which implements it): the connection, codecs, clock and the names of its
+ * queues and reply exchange. Declared here so the node need not import the Mailbox that makes nodes.
+ */
+export interface NodeMailbox {
+  readonly connection: Connection;
+  readonly clock: LamportClock;
+  readonly replyExchange: Exchange;
+  readonly serializer: string;
+  readonly accept: readonly string[];
+  nodeQueue(hostname: string): Queue;
+}
 
 /** What a handler knows about the request it serves. */
 export interface MailboxRequestContext {
@@ -36,14 +52,14 @@ export type MailboxNodeEvents = {
  * `{ error: "KeyError('name')" }`. Nothing a requester sends can make it throw.
  */
 export class MailboxNode extends TypedEmitter<MailboxNodeEvents> {
-  readonly mailbox: Mailbox;
+  readonly mailbox: NodeMailbox;
   readonly hostname: string;
   readonly handlers = new Map<string, MailboxHandler>();
   readonly #producer: Producer;
   readonly #declaredReplyExchanges = new Set<string>();
   #consumer: Consumer | undefined;
 
-  constructor(mailbox: Mailbox, hostname: string, handlers: Record<string, MailboxHandler> = {}) {
+  constructor(mailbox: NodeMailbox, hostname: string, handlers: Record<string, MailboxHandler> = {}) {
     super();
     this.mailbox = mailbox;
     this.hostname = hostname;

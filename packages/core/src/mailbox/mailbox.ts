@@ -7,19 +7,9 @@ import { UnroutableError } from '../errors';
 import type { Delivery } from '../message';
 import { Producer } from '../producer';
 import { Queue } from '../queue';
-import { MailboxNode, type MailboxHandler } from './mailbox-node';
+import { MailboxNode, type MailboxHandler, type NodeMailbox } from './mailbox-node';
+import type { MailboxRequest } from './mailbox-request';
 import type { NodeMatcher } from './node-matcher';
-
-/** The body of a remote-control request, exactly as Kombu's pidbox writes it (docs/wire.md#remote-control-pidbox). */
-export interface MailboxRequest {
-  method: string;
-  arguments: Record<string, unknown>;
-  destination: string[] | null;
-  pattern: string | null;
-  matcher: string | null;
-  ticket?: string;
-  reply_to?: { exchange: string; routing_key: string };
-}
 
 /** One reply: `{ "<nodename>": <value> }`. */
 export type MailboxReply = Record<string, unknown>;
@@ -71,7 +61,7 @@ const UNCLAIMED_LIMIT = 1000;
  * node reads its own queue, and replies come back through the direct exchange `reply.<ns>.pidbox` to this client's
  * reply queue — the names and message shapes Python's `celery inspect`/`control` and Flower use.
  */
-export class Mailbox {
+export class Mailbox implements NodeMailbox {
   readonly connection: Connection;
   readonly namespace: string;
   readonly clock: LamportClock;

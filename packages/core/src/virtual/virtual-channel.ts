@@ -21,10 +21,10 @@ import type {
   QueueStats,
 } from '../transport';
 import { TypedEmitter } from '../typed-emitter';
-import { VirtualConsumer } from './virtual-consumer';
+import { VirtualConsumer, type ConsumerChannel } from './virtual-consumer';
 import { VirtualDelivery, type ClaimSettler, type SettleAction } from './virtual-delivery';
 import type { Claim, ClaimOptions, StoredMessage } from './virtual-store';
-import type { VirtualTransport } from './virtual-transport';
+import type { VirtualChannelHost } from './virtual-channel-host';
 
 /** Live fanout deliveries: nothing is stored, so settling has nothing to do and nothing can be taken back. */
 const LIVE_SETTLER: ClaimSettler<unknown> = { settle: () => Promise.resolve(), holds: () => true };
@@ -34,9 +34,9 @@ const LIVE_SETTLER: ClaimSettler<unknown> = { settle: () => Promise.resolve(), h
  * prefetch, ack emulation (unsettled deliveries restored when the channel closes), priority buckets, dead-lettering
  * of rejected messages, and fair consumption of many queues. The store only keeps lists and claims.
  */
-export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Channel {
+export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Channel, ConsumerChannel {
   readonly checkQueueSteps: ((name: string) => Promise<ReadonlyArray<{ step: number; messageCount: number }>>) | undefined;
-  readonly transport: VirtualTransport;
+  readonly transport: VirtualChannelHost;
   readonly #consumers = new Set<VirtualConsumer>();
   /** Deliveries handed out and not yet settled, in delivery order: restored on close (ack emulation). */
   readonly #unsettled = new Map<Claim, VirtualConsumer | undefined>();
@@ -49,7 +49,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     holds: (claim) => claim !== undefined && this.#unsettled.has(claim) && (this.transport.store.holds?.(claim) ?? true),
   };
 
-  constructor(transport: VirtualTransport) {
+  constructor(transport: VirtualChannelHost) {
     super();
     this.transport = transport;
     // Only where the store can tell its priority steps apart: a count under one step would mislead.

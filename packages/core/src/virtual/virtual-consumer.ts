@@ -3,9 +3,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ChannelClosed, PermissionDenied } from '../errors';
 import { backoffCountdown } from '../exponential-backoff';
 import { RoundRobinCycle } from '../round-robin-cycle';
+import type { Delivery } from '../message';
 import type { ConsumeOptions, ConsumerHandle } from '../transport';
-import type { Claim, StoredMessage } from './virtual-store';
-import type { VirtualChannel } from './virtual-channel';
+import type { VirtualChannelHost } from './virtual-channel-host';
+import type { Claim, ClaimOptions, StoredMessage } from './virtual-store';
+
+/** What a consumer uses of its `VirtualChannel` (which implements it), so the two files do not import each other. */
+export interface ConsumerChannel {
+  readonly transport: VirtualChannelHost;
+  claimFor(queues: readonly string[], options: ClaimOptions): Promise<Claim[]>;
+  deliver(consumer: VirtualConsumer, claim: Claim, onMessage: (delivery: Delivery) => void): void;
+  deliverLive(consumer: VirtualConsumer, queue: string, message: StoredMessage, onMessage: (delivery: Delivery) => void): void;
+  subscribeFanout(exchange: string, bindingKey: string, onMessage: (message: StoredMessage) => void): Promise<() => Promise<void>>;
+  returnUndelivered(claims: readonly Claim[]): Promise<void>;
+  forgetConsumer(consumer: VirtualConsumer): void;
+  reportError(error: unknown): void;
+}
 
 /** What one claim call brought (early claims were already delivered): the rest, and how many it was asked for. */
 interface ClaimBatch {
@@ -21,7 +34,7 @@ interface ClaimBatch {
 export class VirtualConsumer implements ConsumerHandle {
   readonly tag: string;
   readonly queues: readonly string[];
-  readonly #channel: VirtualChannel;
+  readonly #channel: ConsumerChannel;
   readonly #options: ConsumeOptions;
   readonly #cycle: RoundRobinCycle<string>;
   readonly #abort = new AbortController();
@@ -34,7 +47,7 @@ export class VirtualConsumer implements ConsumerHandle {
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
-  constructor(channel: VirtualChannel, options: ConsumeOptions) {
+  constructor(channel: ConsumerChannel, options: ConsumeOptions) {
     this.#channel = channel;
     this.#options = options;
     this.tag = options.consumerTag ?? `kq-${randomUUID()}`;

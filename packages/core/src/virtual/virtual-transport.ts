@@ -5,6 +5,7 @@ import type { Channel, TransportCapabilities, TransportDescription, TransportEve
 import { TypedEmitter } from '../typed-emitter';
 import { DEFAULT_PRIORITY_STEPS, VIRTUAL_MAX_PRIORITY, priorityStep } from './priority-steps';
 import { VirtualChannel } from './virtual-channel';
+import type { FanoutBinding, VirtualChannelHost } from './virtual-channel-host';
 import type { FanoutBus, VirtualStore } from './virtual-store';
 
 export interface VirtualTransportOptions {
@@ -18,17 +19,12 @@ export interface VirtualTransportOptions {
   onUnroutable?: (exchange: string, routingKey: string) => void;
 }
 
-interface FanoutBinding {
-  exchange: string;
-  routingKey: string;
-}
-
 /**
  * Base class of every store-backed transport (memory, Redis, a user's custom store). It owns what is per process
  * in Kombu's virtual transport — the exchange table, local queue declarations, fanout subscriptions, consumer
  * counts — and makes `VirtualChannel`s over the store.
  */
-export abstract class VirtualTransport extends TypedEmitter<TransportEvents> implements Transport {
+export abstract class VirtualTransport extends TypedEmitter<TransportEvents> implements Transport, VirtualChannelHost {
   abstract readonly name: string;
   readonly store: VirtualStore;
   readonly capabilities: TransportCapabilities;

@@ -8,7 +8,7 @@ import type { WorkerHost } from '../runtime/worker-host';
 import { compareCodePoints } from './code-point-order';
 import { heapPush, type ElectionEntry } from './election-heap';
 import type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
-import { DEFAULT_HEARTBEAT_INTERVAL } from './heart';
+import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
 export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
 

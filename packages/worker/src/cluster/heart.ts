@@ -2,9 +2,7 @@ import type { WorkerStep } from '../runtime/bootstep';
 import type { WorkerHost } from '../runtime/worker-host';
 import { SOFTWARE_INFO, loadAverage } from '../protocol/software-info';
 import type { ClusterContext } from './cluster-context';
-
-/** Celery's default heartbeat interval, seconds. */
-export const DEFAULT_HEARTBEAT_INTERVAL = 2.0;
+import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
 /**
  * Celery's `Heart`: `worker-online` once the worker is ready, `worker-heartbeat` every interval (2 s), and

@@ -3,7 +3,8 @@ export { clusterSteps, isClusterStep, withClusterSteps, ClusterBindingStep } fro
 export { ClusterContext, clusterOf } from './cluster-context';
 export { clusterOptionsFromFlags, type ClusterOptions, type WorkerClusterFlagValues } from './cluster-options';
 export { EventsStep } from './events-step';
-export { HeartStep, DEFAULT_HEARTBEAT_INTERVAL } from './heart';
+export { HeartStep } from './heart';
+export { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 export { MingleStep, mingle, syncWithNode, type MingleReply } from './mingle';
 export { Gossip, DEFAULT_GOSSIP_INTERVAL } from './gossip';
 export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';

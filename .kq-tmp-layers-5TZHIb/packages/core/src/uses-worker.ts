@@ -1,2 +1,0 @@
-import type { App } from '../../worker/src/app/app';
-export type A = App;

@@ -1,2 +1,0 @@
-import { node } from '../protocol/nodename';
-export class App { n = node(); }

@@ -1,2 +1,0 @@
-import { KqWorkerError } from '../errors/errors';
-export const node = (): Error => new KqWorkerError();

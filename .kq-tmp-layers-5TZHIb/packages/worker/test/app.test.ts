@@ -1,2 +1,0 @@
-import { App } from '../src/app/app';
-export const app = new App();
