@@ -14,7 +14,7 @@ import {
 } from '@kq/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
-import { guardTls, tlsFailureFor } from './tls-guard';
+import { guardClusterTls, guardTls, tlsFailureFor } from './tls-guard';
 import { knownNodes } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
@@ -261,7 +261,7 @@ export class RedisResultBackend implements ResultBackend {
       retryDelayOnClusterDown: 200,
     });
     client.on('error', (error: Error) => this.#logger?.warn(`kq result backend (cmd): ${error.message}`));
-    return client;
+    return guardClusterTls(client, this.#target.startsWith('rediss:') ? 'rediss' : 'redis');
   }
 
   #subscriberConnection(): Redis {
