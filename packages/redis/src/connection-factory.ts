@@ -57,7 +57,7 @@ export class ConnectionFactory {
     };
     const client = new Cluster(cluster.nodes, options);
     client.on('error', (error: Error) => this.#options.onError(error, role));
-    return guardClusterTls(client, this.#options.endpoint.description.ssl ? 'rediss' : 'redis');
+    return guardClusterTls(client, this.#options.endpoint.description.ssl ? 'rediss' : 'redis', cluster.nodes);
   }
 
   /**

@@ -36,6 +36,9 @@ const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
  *   (so not a server restarting under a running fleet) is named as that refusal.
  */
 export function guardTls(client: Redis, target: string, onFailure?: (failure: TlsFailure) => void): Redis {
+  // Through Sentinel, the server is the master the sentinels named, known once connected to.
+  let peer: string | undefined;
+  const where = (): string => (client.options.sentinels && peer ? `${usesTls(client) ? 'rediss' : 'redis'}://${peer}` : target);
   const fail = (failure: TlsFailure): void => {
     if (failures.has(client)) return;
     failures.set(client, failure);
@@ -49,35 +52,46 @@ export function guardTls(client: Redis, target: string, onFailure?: (failure: Tl
   client.on('connect', () => (handshaken = true));
   client.on('close', () => (handshaken = false));
   client.on('error', (error: unknown) => {
-    const failure = tlsFailureOf(error, target);
+    const failure = tlsFailureOf(error, where());
     if (failure) return fail(failure);
     const code = (error as { code?: unknown } | null)?.code;
     if (usesTls(client) && handshaken && !everReady && typeof code === 'string' && RESET_CODES.has(code)) {
-      fail(new TlsFailure(target, code, CLOSED_AFTER_HANDSHAKE, { cause: error }));
+      fail(new TlsFailure(where(), code, CLOSED_AFTER_HANDSHAKE, { cause: error }));
     }
   });
-  // Sentinels are reached by connections ioredis makes itself; it reports their failures only as text.
-  client.on('sentinelError', (error: unknown) => {
-    const failure = sentinelTlsFailureOf(error);
-    if (failure) fail(failure);
-  });
+  guardSentinels(client, fail);
   watchStreams(client, (stream) => {
-    if (usesTls(client)) watchHandshake(stream, () => fail(new TlsFailure(target, 'ERR_TLS_HANDSHAKE_TIMEOUT', PLAINTEXT_PORT)));
+    if (client.options.sentinels) stream.once('connect', () => (peer = `${stream.remoteAddress ?? '?'}:${stream.remotePort ?? '?'}`));
+    if (usesTls(client)) watchHandshake(stream, () => fail(new TlsFailure(where(), 'ERR_TLS_HANDSHAKE_TIMEOUT', PLAINTEXT_PORT)));
   });
   return client;
 }
 
 /**
- * A Redis Cluster's TLS guard: each node connection ioredis makes is guarded as a single server's, and the first TLS
- * failure of any ends the cluster client (its slot refreshes would otherwise retry it for ever).
+ * A Redis Cluster's TLS guard: each node connection ioredis makes, and the duplicates it asks for the slots through,
+ * is guarded as a single server's, and the first TLS failure of any ends the cluster client (its slot refreshes would
+ * otherwise retry for ever). A failure reported as `ClusterAllFailedError` with a `lastNodeError` is named after the
+ * startup nodes, `nodes`.
  */
-export function guardClusterTls(cluster: Cluster, scheme: 'redis' | 'rediss'): Cluster {
+export function guardClusterTls(cluster: Cluster, scheme: 'redis' | 'rediss', nodes: readonly { host: string; port: number }[]): Cluster {
+  const fail = (failure: TlsFailure): void => {
+    if (failures.has(cluster)) return;
+    failures.set(cluster, failure);
+    cluster.disconnect();
+  };
+  const startup = `${scheme}+cluster://${nodes.map((node) => `${node.host}:${node.port}`).join(',')}`;
+  cluster.on('error', (error: unknown) => {
+    const cause = (error as { lastNodeError?: unknown } | null)?.lastNodeError ?? error;
+    const failure = tlsFailureOf(cause, startup);
+    if (failure) fail(failure);
+  });
   cluster.on('+node', (node: Redis) => {
-    guardTls(node, `${scheme}://${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, (failure) => {
-      if (failures.has(cluster)) return;
-      failures.set(cluster, failure);
-      cluster.disconnect();
-    });
+    const target = `${scheme}://${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`;
+    guardTls(node, target, fail);
+    // The slot query runs on a duplicate of the node's connection (ioredis's refreshSlotsCache), whose error the
+    // cluster hears only as "Connection is closed": guarded too, so a TLS failure there is seen with its code.
+    const duplicate = node.duplicate.bind(node);
+    node.duplicate = (...args: Parameters<Redis['duplicate']>) => guardTls(duplicate(...args), target, fail);
   });
   return cluster;
 }
@@ -85,6 +99,30 @@ export function guardClusterTls(cluster: Cluster, scheme: 'redis' | 'rediss'): C
 /** The TLS failure that ended `client`'s connection (a `Redis` or a `Cluster`), if one did. */
 export function tlsFailureFor(client: unknown): TlsFailure | undefined {
   return typeof client === 'object' && client !== null ? failures.get(client) : undefined;
+}
+
+/**
+ * ioredis asks each sentinel through a connection of its own, made by its SentinelConnector's `connectToSentinel`,
+ * whose errors it drops (the client only hears "All sentinels are unreachable … Connection is closed", retried for
+ * ever). Wrapped here, a TLS failure of a sentinel is seen with its code and ends the client.
+ */
+function guardSentinels(client: Redis, fail: (failure: TlsFailure) => void): void {
+  const connector = (client as unknown as { connector?: SentinelConnectorInternals }).connector;
+  if (!client.options.sentinels || typeof connector?.connectToSentinel !== 'function') return;
+  const connect = connector.connectToSentinel.bind(connector);
+  connector.connectToSentinel = (endpoint, options) => {
+    const sentinel = connect(endpoint, options);
+    const target = `${client.options.sentinelTLS ? 'rediss' : 'redis'}://${endpoint.host}:${endpoint.port ?? 26379} (sentinel)`;
+    sentinel.on('error', (error: unknown) => {
+      const failure = tlsFailureOf(error, target);
+      if (failure) fail(failure);
+    });
+    return sentinel;
+  };
+}
+
+interface SentinelConnectorInternals {
+  connectToSentinel?: (endpoint: { host: string; port?: number }, options?: unknown) => Redis;
 }
 
 function usesTls(client: Redis): boolean {
@@ -144,33 +182,4 @@ function answersPlainRedis(host: string, port: number): Promise<boolean> {
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (data: Buffer) => done(data[0] === 0x2b || data[0] === 0x2d)); // '+' or '-'
   });
-}
-
-/**
- * Node's messages for TLS failures, as ioredis passes them on for a sentinel: "failed to connect to sentinel
- * host:port because <message>" (the error's code is lost on the way).
- */
-const SENTINEL_MESSAGES: ReadonlyArray<readonly [RegExp, string]> = [
-  [/self[- ]signed certificate in certificate chain/i, 'SELF_SIGNED_CERT_IN_CHAIN'],
-  [/self[- ]signed certificate/i, 'DEPTH_ZERO_SELF_SIGNED_CERT'],
-  [/unable to verify the first certificate/i, 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'],
-  [/unable to get local issuer certificate/i, 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY'],
-  [/certificate has expired/i, 'CERT_HAS_EXPIRED'],
-  [/Hostname\/IP does not match certificate's altnames/i, 'ERR_TLS_CERT_ALTNAME_INVALID'],
-  [/wrong version number/i, 'ERR_SSL_WRONG_VERSION_NUMBER'],
-  [/alert unknown ca/i, 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA'],
-  [/alert certificate required/i, 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED'],
-];
-
-function sentinelTlsFailureOf(error: unknown): TlsFailure | undefined {
-  const text = error instanceof Error ? error.message : '';
-  const match = /failed to connect to sentinel (\S+) because (.*)$/s.exec(text);
-  if (!match) return undefined;
-  const [, address = '', reason = ''] = match;
-  const code = SENTINEL_MESSAGES.find(([pattern]) => pattern.test(reason))?.[1];
-  if (code === undefined) return undefined;
-  const failure = tlsFailureOf(Object.assign(new Error(reason), { code }), `rediss://${address} (sentinel)`);
-  if (!failure || code !== 'ERR_TLS_CERT_ALTNAME_INVALID') return failure;
-  // The altname message names host and certificate in Node's words; the typed error only has them as fields.
-  return new TlsFailure(`rediss://${address} (sentinel)`, code, `${reason.replace(/\s+/g, ' ').trim()}; connect by a name the certificate lists`, { cause: error });
 }
