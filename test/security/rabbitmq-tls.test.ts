@@ -7,10 +7,16 @@
  *   permissions leave out reported as PermissionDenied;
  * - a fleet as that one-vhost user over mutual TLS: a kq worker, a client with rpc:// results, beat, remote control
  *   and the dashboard, with a Python Celery 5.2 worker alongside, all by `broker_use_ssl`.
+ * - a certificate that goes bad while a worker runs (the server "rotated" to an expired one): the reconnect's TLS failure
+ *   is said once, not retried, and the worker stops on it.
  * One node for all of it: a RabbitMQ node takes seconds to start.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer as createTcpServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { AmqpTransport, type AmqpTransportOptions } from '@kq/amqp';
 import { Connection, PermissionDenied, Queue, TlsFailure, type OutgoingMessage, type RetryPolicy } from '@kq/core';
 import { Dashboard } from '@kq/dashboard';
@@ -26,6 +32,45 @@ const RETRY_FOR_EVER: RetryPolicy = { intervalStart: 50, intervalStep: 0, interv
 
 function message(text: string): OutgoingMessage {
   return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
+}
+
+/** A TCP forwarder whose target can be switched, and whose connections can be dropped: a server that changes under a client. */
+class SwitchableForwarder {
+  readonly #server: Server;
+  readonly #sockets = new Set<Socket>();
+  target: { host: string; port: number };
+  connections = 0;
+  port = 0;
+
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
+    this.#server = createTcpServer((client) => {
+      this.connections++;
+      const upstream = tcpConnect(this.target.port, this.target.host);
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => this.#sockets.delete(socket));
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+  }
+
+  async start(): Promise<this> {
+    this.#server.listen(0, '127.0.0.1');
+    await once(this.#server, 'listening');
+    this.port = (this.#server.address() as { port: number }).port;
+    return this;
+  }
+
+  dropAll(): void {
+    for (const socket of this.#sockets) socket.destroy();
+  }
+
+  async stop(): Promise<void> {
+    this.dropAll();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
 }
 
 describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
@@ -127,6 +172,46 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
       await connection.close();
     }
   });
+
+  it('stops a worker whose reconnect meets a certificate gone bad, with the TlsFailure said once instead of retried for ever', async () => {
+    // The node's TLS port behind a forwarder; then the forwarder leads to a server with an expired certificate, and
+    // the connection drops: to the worker, the broker came back with its certificate rotated to a bad one.
+    const proxy = await new SwitchableForwarder({ host: '127.0.0.1', port: node.port + 1 }).start();
+    const rotated = createTlsServer({ cert: readFileSync(certs.expired.cert), key: readFileSync(certs.expired.key) }, (socket) => socket.destroy());
+    rotated.listen(0, '127.0.0.1');
+    await once(rotated, 'listening');
+    const ssl = { ca_certs: certs.ca, certfile: certs.client.cert, keyfile: certs.client.key, cert_reqs: 'CERT_REQUIRED' };
+    const queue = `kqt.rotate.${randomUUID().slice(0, 8)}`;
+    const app = new App('rabbit-rotate', { broker: `amqps://127.0.0.1:${proxy.port}/`, brokerUseSsl: ssl, taskDefaultQueue: queue, brokerTransportOptions: { connectTimeout: 5000 } });
+    const lines: string[] = [];
+    const worker = app.worker({
+      hostname: `kq@${queue}`,
+      concurrency: 1,
+      logger: new Logger('rotate', { level: 'warning', sink: (record) => void lines.push(record.message) }),
+      enableRemoteControl: false,
+      cluster: { taskEvents: false, heartbeatInterval: 0, mingle: false, gossip: false },
+    });
+    const transportErrors: Error[] = [];
+    try {
+      await worker.start();
+      app.connection.on('error', (error) => transportErrors.push(error));
+      const fatal = new Promise<Error>((resolve) => worker.once('fatal', resolve));
+      proxy.target = { host: '127.0.0.1', port: (rotated.address() as { port: number }).port };
+      proxy.dropAll();
+      const failure = await fatal;
+      expect(failure).toBeInstanceOf(TlsFailure);
+      expect((failure as TlsFailure).code).toBe('CERT_HAS_EXPIRED');
+      expect(failure.message).toMatch(new RegExp(`^TLS connection to amqps://127\\.0\\.0\\.1:${proxy.port}/ failed: the server's certificate has expired`));
+      expect(lines.some((line) => line.includes('cannot reach the broker until its TLS settings'))).toBe(true);
+      // The supervisor gave up at the first TLS failure: one report of it, not one per reconnect attempt.
+      expect(transportErrors.filter((error) => error instanceof TlsFailure)).toHaveLength(1);
+    } finally {
+      await worker.stop({ cold: true }).catch(() => undefined);
+      await app.close();
+      await proxy.stop();
+      rotated.close();
+    }
+  }, 60_000);
 
   describe('a user with permissions on one vhost only', () => {
     const vhost = `kq-least-${randomUUID().slice(0, 6)}`;

@@ -1,6 +1,6 @@
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Consumer, PermissionDenied, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, PermissionDenied, TlsFailure, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../app-contract';
 import { jsonLogSink } from '../log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -90,8 +90,9 @@ export type WorkerEvents = {
   unknownTask: [taskId: string, name: string];
   shutdown: [];
   /**
-   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`).
-   * Retrying would be refused again, and a worker that stays up consuming nothing looks healthy while it is not.
+   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`), or a
+   * reconnect failed on TLS (`TlsFailure`: a certificate rotated to one this worker cannot trust). Retrying would fail
+   * again, and a worker that stays up consuming nothing looks healthy while it is not.
    */
   fatal: [error: Error];
   error: [error: Error];
@@ -291,6 +292,11 @@ export class Worker extends TypedEmitter<WorkerEvents> {
       this.log.error(`consumer: ${error.message}`);
       if (error instanceof PermissionDenied) {
         this.log.critical('Stopping: this worker cannot consume until the broker user is granted that command.');
+        this.emit('fatal', error);
+        void this.stop();
+      } else if (error instanceof TlsFailure) {
+        // The broker's certificate went bad after the worker started (a reconnect failed on it): no retry cures it.
+        this.log.critical('Stopping: this worker cannot reach the broker until its TLS settings or certificate are fixed.');
         this.emit('fatal', error);
         void this.stop();
       }
