@@ -4,12 +4,12 @@
  * carry them); a worker, a client with results and the dashboard over it (beat needs a Redis or RabbitMQ lease); and
  * an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
  */
-import { Connection, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
+import { Connection, KqError, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
 import { freePort, makeTestCertificates, serverAvailable, type TestCertificates } from '@kq/test-harness';
 import { PostgresNode } from '@kq/test-harness/postgres-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dashboard } from '@kq/dashboard';
-import { PostgresResultBackend, PostgresTransport } from '@kq/postgres';
+import { createResultBackend, PostgresResultBackend, PostgresTransport } from '@kq/postgres';
 import { App, Logger } from '@kq/worker';
 
 const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/initdb'], 'PostgreSQL TLS tests (a private server)');
@@ -23,6 +23,7 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
   let certs: TestCertificates;
   let node: PostgresNode;
   const verifyFull = (ca: string): string => `postgresql://postgres@127.0.0.1:${node.port}/postgres?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`;
+  const plainUrl = (): string => `postgresql://postgres@127.0.0.1:${node.port}/postgres`;
 
   beforeAll(async () => {
     certs = await makeTestCertificates();
@@ -49,6 +50,31 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     }
   });
 
+  it("moves a message and a result with the typed tls option (kq's names) and Celery's broker_use_ssl names, on a URL without libpq parameters", async () => {
+    const transport = new PostgresTransport(plainUrl(), { logger: quiet, tls: { caFile: certs.ca } });
+    const backend = createResultBackend(plainUrl(), { ssl: { ssl_ca_certs: certs.ca, ssl_cert_reqs: 'required' } });
+    try {
+      expect(transport.describe().ssl).toBe(true);
+      const channel = await transport.createChannel();
+      await channel.declareQueue(new Queue('tls-typed'));
+      await channel.publish('', 'tls-typed', message('typed'));
+      expect((await channel.get('tls-typed', { noAck: true }))?.body.toString()).toBe('typed');
+      await backend.store({ task_id: 'tls-pg-typed', status: 'SUCCESS', result: 8, traceback: null, children: [], date_done: null });
+      expect(await backend.get('tls-pg-typed')).toMatchObject({ status: 'SUCCESS', result: 8 });
+    } finally {
+      await transport.close();
+      await backend.close();
+    }
+  });
+
+  it('refuses TLS settings libpq cannot carry, and names a missing file, at once', () => {
+    expect(() => new PostgresTransport(plainUrl(), { tls: { caFile: certs.ca, minVersion: 'TLSv1.3' } })).toThrow(
+      /The PostgreSQL tls option takes caFile, certFile, keyFile, certReqs and checkHostname .*not minVersion/,
+    );
+    expect(() => new PostgresTransport(plainUrl(), { tls: { caFile: '/nonexistent/ca.pem' } })).toThrow(KqError);
+    expect(() => new PostgresTransport(plainUrl(), { tls: { caFile: '/nonexistent/ca.pem' } })).toThrow(/ssl_ca_certs \(caFile\).*\/nonexistent\/ca\.pem/);
+  });
+
   it('runs a worker, a client with results and the dashboard over verify-full TLS', async () => {
     const url = verifyFull(certs.ca);
     const quietLog = new Logger('pg-tls', { level: 'critical', sink: () => undefined });
@@ -73,9 +99,9 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     }
   }, 60_000);
 
-  async function firstFailure(url: string): Promise<{ failure: unknown; retries: number }> {
+  async function firstFailure(url: string, transportOptions: Record<string, unknown> = {}): Promise<{ failure: unknown; retries: number }> {
     const connection = new Connection(url, {
-      transportOptions: { logger: quiet },
+      transportOptions: { logger: quiet, ...transportOptions },
       connectRetryPolicy: { intervalStart: 50, intervalStep: 0, intervalMax: 50 },
     });
     let retries = 0;
@@ -94,14 +120,26 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     { name: 'a certificate for another host', server: () => certs.wrongHost, ca: () => certs.ca, code: 'ERR_TLS_CERT_ALTNAME_INVALID' },
   ];
   for (const { name, server, ca, code } of wrong) {
-    it(`fails the first connect attempt on ${name}, with one line naming it (${code})`, async () => {
+    it(`fails the first connect attempt on ${name}, with one line naming it (${code}), by URL parameters and by the tls option`, async () => {
       await node.replaceCertificate(server());
+      const target = new RegExp(`^TLS connection to postgresql://postgres@127\\.0\\.0\\.1:${node.port}/postgres failed: `);
       try {
-        const { failure, retries } = await firstFailure(verifyFull(ca()));
-        expect(failure).toBeInstanceOf(TlsFailure);
-        expect((failure as TlsFailure).code).toBe(code);
-        expect((failure as TlsFailure).message).toMatch(new RegExp(`^TLS connection to postgresql://postgres@127\\.0\\.0\\.1:${node.port}/postgres failed: `));
-        expect(retries).toBe(0);
+        for (const attempt of [() => firstFailure(verifyFull(ca())), () => firstFailure(plainUrl(), { tls: { caFile: ca() } })]) {
+          const { failure, retries } = await attempt();
+          expect(failure).toBeInstanceOf(TlsFailure);
+          expect((failure as TlsFailure).code).toBe(code);
+          expect((failure as TlsFailure).message).toMatch(target);
+          expect(retries).toBe(0);
+        }
+        // The result backend names it too.
+        const backend = new PostgresResultBackend(plainUrl(), { logger: quiet, tls: { caFile: ca() } });
+        try {
+          const failure = await backend.get('anything').then(() => undefined, (error: unknown) => error);
+          expect(failure).toBeInstanceOf(TlsFailure);
+          expect((failure as TlsFailure).message).toMatch(target);
+        } finally {
+          await backend.close();
+        }
       } finally {
         await node.replaceCertificate(certs.server);
       }

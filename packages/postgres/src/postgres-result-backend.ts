@@ -1,6 +1,9 @@
 import {
   OperationTimeout,
   isReadyState,
+  sanitizeUrl,
+  tlsFailureOf,
+  type TlsOption,
   type ResultBackend,
   type ResultMeta,
   type StoreResultOptions,
@@ -9,12 +12,15 @@ import {
 import pg from 'pg';
 import { NotificationListener } from './notification-listener';
 import { connectionStringOf } from './postgres-options';
+import { withTlsParameters } from './postgres-tls';
 
 export interface PostgresResultBackendOptions {
   /** The results table (default `kq_result`). */
   table?: string;
   /** Connections in the pool (one more is kept for LISTEN). Default 2. */
   poolSize?: number;
+  /** TLS, as the transport's `tls` option (kq's or Kombu's names), written into the URL as libpq's parameters. */
+  tls?: TlsOption;
   logger?: { warn(message: string): void };
 }
 
@@ -41,12 +47,15 @@ export class PostgresResultBackend implements ResultBackend {
    */
   #listening: Promise<void> | undefined;
   #lastExpirySweep = 0;
+  /** The server as a URL without password or parameters, for TLS failures. */
+  readonly #target: string;
 
   constructor(url: string, options: PostgresResultBackendOptions = {}) {
     this.table = options.table ?? 'kq_result';
     if (!/^[a-z_][a-z0-9_]{0,50}$/.test(this.table)) throw new TypeError(`Result table name ${JSON.stringify(this.table)} is not a plain lowercase SQL identifier.`);
     this.#channel = `${this.table}_ready`;
-    const connectionString = connectionStringOf(url);
+    const connectionString = withTlsParameters(connectionStringOf(url), options.tls);
+    this.#target = sanitizeUrl(connectionString).split('?')[0] ?? '';
     const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
     this.#pool = new pg.Pool({ connectionString, max: options.poolSize ?? 2 });
     this.#pool.on('error', (error) => logger.warn(`kq postgres results: idle connection lost: ${error.message}`));
@@ -168,7 +177,8 @@ export class PostgresResultBackend implements ResultBackend {
       }
     })().catch((error: unknown) => {
       this.#ready = undefined;
-      throw error;
+      // An untrusted, expired or misnamed certificate: one line naming it, not the driver's error.
+      throw tlsFailureOf(error, this.#target) ?? error;
     });
     return this.#ready;
   }
