@@ -1,8 +1,8 @@
 /**
  * PostgreSQL over TLS on a private server (`ssl=on`) with certificates made by openssl for the test: the transport
  * and the result backend with libpq's `sslmode=verify-full` and `sslrootcert` in the URL (how Celery's SQLAlchemy URLs
- * carry them); a worker, a client with results and the dashboard over it (beat needs a Redis or RabbitMQ lease); and
- * an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
+ * carry them) and by the typed tls option; a worker, a client with results, beat (its PostgreSQL lease) and the dashboard
+ * over it; and an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
  */
 import { Connection, KqError, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
 import { freePort, makeTestCertificates, serverAvailable, type TestCertificates } from '@kq/test-harness';
@@ -10,7 +10,7 @@ import { PostgresNode } from '@kq/test-harness/postgres-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dashboard } from '@kq/dashboard';
 import { createResultBackend, PostgresResultBackend, PostgresTransport } from '@kq/postgres';
-import { App, Logger } from '@kq/worker';
+import { App, Beat, Logger } from '@kq/worker';
 
 const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/initdb'], 'PostgreSQL TLS tests (a private server)');
 const quiet = { warn: () => undefined };
@@ -75,7 +75,7 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     expect(() => new PostgresTransport(plainUrl(), { tls: { caFile: '/nonexistent/ca.pem' } })).toThrow(/ssl_ca_certs \(caFile\).*\/nonexistent\/ca\.pem/);
   });
 
-  it('runs a worker, a client with results and the dashboard over verify-full TLS', async () => {
+  it('runs a worker, a client with results, beat and the dashboard over verify-full TLS', async () => {
     const url = verifyFull(certs.ca);
     const quietLog = new Logger('pg-tls', { level: 'critical', sink: () => undefined });
     const makeApp = (name: string): App => new App(name, { broker: url, backend: url, taskDefaultQueue: 'pg-tls', controlExchange: 'pgtls', eventExchange: 'pgtls.ev' });
@@ -84,13 +84,22 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     const worker = app.worker({ hostname: 'kq@pg-tls', concurrency: 2, logger: quietLog, cluster: { taskEvents: true, heartbeatInterval: 0.5, mingle: false, gossip: false } });
     const client = makeApp('pg-tls-client');
     const dashboard = new Dashboard({ app: makeApp('pg-tls-dashboard'), port: 0, logger: quietLog, inspectTimeoutMs: 1000 });
+    const beat = new Beat(client, { group: 'pg-tls', schedule: [{ name: 'add', task: 'pg.add', args: [1, 2], every: 0.5 }], loglevel: 'critical' });
+    const sent: string[] = [];
+    beat.on('sent', (_entry, _tick, id) => sent.push(id));
     try {
       await worker.start();
       expect(await (await client.sendTask<number>('pg.add', [2, 3])).get({ timeout: 15_000 })).toBe(5);
+      await beat.start();
+      for (let i = 0; i < 200 && sent.length < 1; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(sent.length).toBeGreaterThan(0);
+      // The tick the beat sent ran on the worker: its result is there.
+      expect(await (await client.asyncResult<number>(sent[0] as string)).get({ timeout: 15_000 })).toBe(3);
       const base = await dashboard.start();
       const workers = (await (await fetch(`${base.replace(/\/$/, '')}/api/workers?refresh=1`)).json()) as Record<string, unknown>;
       expect(Object.keys(workers)).toContain('kq@pg-tls');
     } finally {
+      await beat.stop();
       await dashboard.close();
       await dashboard.app.close();
       await worker.stop({ cold: true });

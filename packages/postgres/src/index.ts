@@ -13,6 +13,7 @@ export { PostgresStore, QUARANTINE_HOLDER, type PostgresClaim } from './postgres
 export { PostgresResultBackend, type PostgresResultBackendOptions } from './postgres-result-backend';
 export { connectionStringOf, type PostgresTransportOptions } from './postgres-options';
 export { withTlsParameters } from './postgres-tls';
+export { PostgresBeatLease, type PostgresBeatTables } from './beat-lease';
 export { tableNames, schemaVersion, type TableNames } from './schema';
 
 /** The factory core's transport registry calls for `postgresql://`, `postgres://` and `sqla+postgresql://` URLs. */
