@@ -4,16 +4,22 @@
  * carry them) and by the typed tls option; a worker, a client with results, beat (its PostgreSQL lease) and the dashboard
  * over it; and an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
  */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { Connection, KqError, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
-import { freePort, makeTestCertificates, serverAvailable, type TestCertificates } from '@kq/test-harness';
+import { brokerReachable, freePort, makeTestCertificates, pythonAvailable, pythonInterpreter, serverAvailable, type TestCertificates } from '@kq/test-harness';
 import { PostgresNode } from '@kq/test-harness/postgres-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dashboard } from '@kq/dashboard';
 import { createResultBackend, PostgresResultBackend, PostgresTransport } from '@kq/postgres';
 import { App, Beat, Logger } from '@kq/worker';
+import { interopDir, runPythonClient } from '../../packages/worker/test/fixtures/python-client';
 
 const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/initdb'], 'PostgreSQL TLS tests (a private server)');
 const quiet = { warn: () => undefined };
+// Python's side keeps results in the shared Redis (as the PostgreSQL interop test does); the TLS endpoint is the broker.
+const python = canRun && (await pythonAvailable(['celery', 'sqlalchemy', 'psycopg2'])) && (await brokerReachable('redis'));
+const PYTHON_BACKEND = 'redis://127.0.0.1:6379/8';
 
 function message(text: string): OutgoingMessage {
   return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
@@ -104,6 +110,30 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
       await dashboard.app.close();
       await worker.stop({ cold: true });
       await client.close();
+      await app.close();
+    }
+  }, 60_000);
+
+  it.skipIf(!python)('shares the verify-full TLS broker with Python Celery on sqla+postgresql://: tasks and results cross both ways', async () => {
+    const ns = `pgtls${randomUUID().slice(0, 6)}`;
+    const url = verifyFull(certs.ca);
+    // SQLAlchemy hands the URL's sslmode and sslrootcert to psycopg2, that is to libpq: the same parameters kq reads.
+    const env = { KQ_PG_BROKER: url.replace(/^postgresql:/, 'sqla+postgresql:'), KQ_PG_BACKEND: PYTHON_BACKEND, KQ_PG_PY_QUEUE: `${ns}.py` };
+    const app = new App('pg-tls-interop', { broker: url, backend: PYTHON_BACKEND, brokerTransportOptions: { pollIntervalMs: 200, logger: quiet }, taskDefaultQueue: `${ns}.kq`, resultExpires: 600 });
+    app.task('pg.kq_add', (_ctx, x: number, y: number) => x + y);
+    const worker = app.worker({ hostname: `kq@${ns}`, concurrency: 2, logger: new Logger('pg-tls-interop', { level: 'critical', sink: () => undefined }) });
+    const pythonWorker = spawn(
+      pythonInterpreter,
+      ['-m', 'celery', '-A', 'celery_pg_app', 'worker', '-n', `py@${ns}`, '--pool', 'solo', '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'warning'],
+      { cwd: interopDir, env: { ...process.env, ...env }, stdio: 'ignore' },
+    );
+    try {
+      await worker.start();
+      expect(await runPythonClient('celery_pg_client.py', { name: 'pg.kq_add', args: [2, 3], options: { queue: `${ns}.kq` } }, env)).toEqual({ status: 'SUCCESS', result: 5 });
+      expect(await (await app.sendTask<number>('pg.py_add', [20, 22], {}, { queue: `${ns}.py` })).get({ timeout: 30_000 })).toBe(42);
+    } finally {
+      pythonWorker.kill('SIGKILL');
+      await worker.stop({ cold: true });
       await app.close();
     }
   }, 60_000);

@@ -1,10 +1,10 @@
 /**
  * RabbitMQ over TLS, on one private node whose TLS listener requires client certificates (mutual TLS), with
  * certificates made by openssl for the test:
- * - the transport: kq's typed option and Celery's `broker_use_ssl` dict (py-amqp's names); a client without a
- *   certificate refused; a server certificate the client cannot trust (another CA, another host name) and a plaintext
- *   port failing the first attempt with one line naming it; a one-vhost user refused elsewhere, and a resource its
- *   permissions leave out reported as PermissionDenied;
+ * - the transport: kq's typed option and Celery's `broker_use_ssl` dict (py-amqp's names); a client certificate
+ *   missing or untrusted, a server certificate the client cannot trust (another CA, expired, another host name) and a
+ *   plaintext port each failing the first attempt with one line naming it; a one-vhost user refused elsewhere, and a
+ *   resource its permissions leave out reported as PermissionDenied;
  * - a fleet as that one-vhost user over mutual TLS: a kq worker, a client with rpc:// results, beat, remote control
  *   and the dashboard, with a Python Celery 5.2 worker alongside, all by `broker_use_ssl`.
  * - a certificate that goes bad while a worker runs (the server "rotated" to an expired one): the reconnect's TLS failure
@@ -114,18 +114,26 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
     expect(await roundTrip(node.tlsUrl.replace('amqps://', 'amqp://'), { ssl } as AmqpTransportOptions)).toBe('over tls');
   });
 
-  it('is refused by a server that requires a client certificate when none is given', async () => {
-    const connection = new Connection(node.tlsUrl, {
-      transportOptions: { tls: { caFile: certs.ca }, connectTimeout: 5000 },
-      connectRetryPolicy: { maxRetries: 1, intervalStart: 10, intervalStep: 0, intervalMax: 10 },
+  const refusals = [
+    { name: 'none is given', tls: () => ({ caFile: certs.ca }) },
+    { name: "the client's is signed by a CA the server does not trust", tls: () => ({ caFile: certs.ca, certFile: certs.strangerClient.cert, keyFile: certs.strangerClient.key }) },
+  ];
+  for (const { name, tls } of refusals) {
+    it(`fails the first connect attempt when the server, requiring client certificates, refuses because ${name}`, async () => {
+      const connection = new Connection(node.tlsUrl, { transportOptions: { tls: tls(), connectTimeout: 5000 }, connectRetryPolicy: RETRY_FOR_EVER });
+      let retries = 0;
+      connection.on('retrying', () => retries++);
+      connection.on('error', () => undefined);
+      try {
+        const failure = await connection.connect().then(() => undefined, (error: unknown) => error);
+        expect(failure).toBeInstanceOf(TlsFailure);
+        expect((failure as TlsFailure).message).toMatch(/client('s)? certificate.*ssl_certfile/);
+        expect(retries).toBe(0);
+      } finally {
+        await connection.close();
+      }
     });
-    connection.on('error', () => undefined);
-    try {
-      await expect(connection.connect()).rejects.toThrow();
-    } finally {
-      await connection.close();
-    }
-  });
+  }
 
   const wrong = [
     { name: 'a certificate from a CA the client does not trust', tls: () => ({ caFile: certs.otherCa }), code: 'SELF_SIGNED_CERT_IN_CHAIN', says: /not signed by a CA this client trusts/ },
@@ -157,6 +165,32 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
       }
     });
   }
+
+  it('fails the first connect attempt on an expired certificate, with one line naming it (CERT_HAS_EXPIRED)', async () => {
+    // The handshake fails before any AMQP is spoken, so a TLS server holding the expired certificate stands in for a
+    // node configured with it (a node takes seconds to restart with another certificate).
+    const expired = createTlsServer({ cert: readFileSync(certs.expired.cert), key: readFileSync(certs.expired.key) }, (socket) => socket.destroy());
+    expired.listen(0, '127.0.0.1');
+    await once(expired, 'listening');
+    const port = (expired.address() as { port: number }).port;
+    const connection = new Connection(`amqps://127.0.0.1:${port}/`, {
+      transportOptions: { tls: { caFile: certs.ca, certFile: certs.client.cert, keyFile: certs.client.key }, connectTimeout: 5000 },
+      connectRetryPolicy: RETRY_FOR_EVER,
+    });
+    let retries = 0;
+    connection.on('retrying', () => retries++);
+    connection.on('error', () => undefined);
+    try {
+      const failure = await connection.connect().then(() => undefined, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(TlsFailure);
+      expect((failure as TlsFailure).code).toBe('CERT_HAS_EXPIRED');
+      expect((failure as TlsFailure).message).toMatch(new RegExp(`^TLS connection to amqps://127\\.0\\.0\\.1:${port}/ failed: the server's certificate has expired; renew it`));
+      expect(retries).toBe(0);
+    } finally {
+      await connection.close();
+      expired.close();
+    }
+  });
 
   it('fails at once on a plaintext port, naming that the server did not answer in TLS', async () => {
     const connection = new Connection(node.url, {
