@@ -59,6 +59,16 @@ export function guardTls(client: Redis, target: string, onFailure?: (failure: Tl
       fail(new TlsFailure(where(), code, CLOSED_AFTER_HANDSHAKE, { cause: error }));
     }
   });
+  // Once failed, every command fails with the TLS failure itself rather than ioredis's "Connection is closed": the
+  // caller of a command on a connection that ended at a reconnect (a certificate rotated to a bad one under a running
+  // worker) learns the cause, a TlsFailure, which is not retried like an outage.
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command, stream) => {
+    const failure = failures.get(client);
+    if (!failure) return send(command, stream);
+    command.reject(failure);
+    return command.promise;
+  };
   guardSentinels(client, fail);
   watchStreams(client, (stream) => {
     if (client.options.sentinels) stream.once('connect', () => (peer = `${stream.remoteAddress ?? '?'}:${stream.remotePort ?? '?'}`));
