@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Connection, KqError, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
-import { brokerReachable, freePort, makeTestCertificates, pythonAvailable, pythonInterpreter, serverAvailable, type TestCertificates } from '@kq/test-harness';
+import { brokerReachable, brokerUrls, freePort, makeTestCertificates, pythonAvailable, pythonInterpreter, serverAvailable, type TestCertificates } from '@kq/test-harness';
 import { PostgresNode } from '@kq/test-harness/postgres-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dashboard } from '@kq/dashboard';
@@ -20,6 +20,19 @@ const quiet = { warn: () => undefined };
 // Python's side keeps results in the shared Redis (as the PostgreSQL interop test does); the TLS endpoint is the broker.
 const python = canRun && (await pythonAvailable(['celery', 'sqlalchemy', 'psycopg2'])) && (await brokerReachable('redis'));
 const PYTHON_BACKEND = 'redis://127.0.0.1:6379/8';
+const sharedWithoutTls = canRun && (await brokerReachable('postgres')) && (await sslSetting(brokerUrls.postgres)) === 'off';
+
+async function sslSetting(url: string): Promise<string | undefined> {
+  const transport = new PostgresTransport(url, { logger: quiet });
+  try {
+    await transport.connect();
+    return (await transport.postgresStore.pool.query<{ ssl: string }>('SHOW ssl')).rows[0]?.ssl;
+  } catch {
+    return undefined;
+  } finally {
+    await transport.close();
+  }
+}
 
 function message(text: string): OutgoingMessage {
   return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
@@ -137,6 +150,14 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
       await app.close();
     }
   }, 60_000);
+
+  // The shared server, when it runs with ssl = off (a private one takes seconds to make).
+  it.skipIf(!sharedWithoutTls)('fails the first connect attempt on a server with ssl = off, naming it, instead of retrying', async () => {
+    const { failure, retries } = await firstFailure(brokerUrls.postgres, { tls: { caFile: certs.ca } });
+    expect(failure).toBeInstanceOf(TlsFailure);
+    expect((failure as TlsFailure).code).toBe('SSL_NOT_SUPPORTED');
+    expect(retries).toBe(0);
+  });
 
   async function firstFailure(url: string, transportOptions: Record<string, unknown> = {}): Promise<{ failure: unknown; retries: number }> {
     const connection = new Connection(url, {
