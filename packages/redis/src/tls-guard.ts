@@ -62,10 +62,11 @@ export function guardTls(client: Redis, target: string, onFailure?: (failure: Tl
   // Once failed, every command fails with the TLS failure itself rather than ioredis's "Connection is closed": the
   // caller of a command on a connection that ended at a reconnect (a certificate rotated to a bad one under a running
   // worker) learns the cause, a TlsFailure, which is not retried like an outage.
-  const send = client.sendCommand.bind(client);
+  // (The class's sendCommand is looked up on each call, so whatever wraps it there still sees every command.)
+  const prototype = Object.getPrototypeOf(client) as Redis;
   client.sendCommand = (command, stream) => {
     const failure = failures.get(client);
-    if (!failure) return send(command, stream);
+    if (!failure) return prototype.sendCommand.call(client, command, stream);
     command.reject(failure);
     return command.promise;
   };
