@@ -17,6 +17,13 @@ export interface PrivateRedisServerOptions {
   tls?: { server: CertificateFiles; ca: string; requireClientCertificate?: boolean };
   /** ACL lines (`user kq on >pw ~kq* ...`), written to the server's ACL file. The default user stays as it is unless a line names it. */
   acl?: readonly string[];
+  /** More redis-server arguments, e.g. cluster mode's. */
+  args?: readonly string[];
+  /**
+   * Run as a sentinel (`--sentinel`) monitoring the master at 127.0.0.1:`port` as `name`; with `tls`, it speaks TLS to
+   * clients and to the master (`tls-replication yes`).
+   */
+  sentinelOf?: { name: string; port: number };
 }
 
 /**
@@ -53,6 +60,15 @@ export class PrivateRedisServer {
     } else {
       args.push('--port', String(this.#port));
     }
+    const sentinel = this.#options.sentinelOf;
+    if (sentinel) {
+      // A sentinel rewrites its configuration file, so it needs one of its own.
+      const conf = join(this.dir, 'sentinel.conf');
+      writeFileSync(conf, `sentinel monitor ${sentinel.name} 127.0.0.1 ${sentinel.port} 1\n`);
+      args.unshift(conf, '--sentinel');
+      if (tls) args.push('--tls-replication', 'yes');
+    }
+    args.push(...(this.#options.args ?? []));
     if (this.#options.acl) {
       const aclFile = join(this.dir, 'users.acl');
       writeFileSync(aclFile, `${this.#options.acl.join('\n')}\n`);

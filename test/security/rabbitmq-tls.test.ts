@@ -1,16 +1,22 @@
 /**
  * RabbitMQ over TLS, on one private node whose TLS listener requires client certificates (mutual TLS), with
  * certificates made by openssl for the test:
- * - the transport: kq's typed option and Celery's `broker_use_ssl` dict (py-amqp's names); a client without a
- *   certificate refused; a server certificate the client cannot trust (another CA, another host name) and a plaintext
- *   port failing the first attempt with one line naming it; a one-vhost user refused elsewhere, and a resource its
- *   permissions leave out reported as PermissionDenied;
+ * - the transport: kq's typed option and Celery's `broker_use_ssl` dict (py-amqp's names); a client certificate
+ *   missing or untrusted, a server certificate the client cannot trust (another CA, expired, another host name) and a
+ *   plaintext port each failing the first attempt with one line naming it; a one-vhost user refused elsewhere, and a
+ *   resource its permissions leave out reported as PermissionDenied;
  * - a fleet as that one-vhost user over mutual TLS: a kq worker, a client with rpc:// results, beat, remote control
  *   and the dashboard, with a Python Celery 5.2 worker alongside, all by `broker_use_ssl`.
+ * - a certificate that goes bad while a worker runs (the server "rotated" to an expired one): the reconnect's TLS failure
+ *   is said once, not retried, and the worker stops on it.
  * One node for all of it: a RabbitMQ node takes seconds to start.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer as createTcpServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { AmqpTransport, type AmqpTransportOptions } from '@kq/amqp';
 import { Connection, PermissionDenied, Queue, TlsFailure, type OutgoingMessage, type RetryPolicy } from '@kq/core';
 import { Dashboard } from '@kq/dashboard';
@@ -26,6 +32,45 @@ const RETRY_FOR_EVER: RetryPolicy = { intervalStart: 50, intervalStep: 0, interv
 
 function message(text: string): OutgoingMessage {
   return { body: Buffer.from(text), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} };
+}
+
+/** A TCP forwarder whose target can be switched, and whose connections can be dropped: a server that changes under a client. */
+class SwitchableForwarder {
+  readonly #server: Server;
+  readonly #sockets = new Set<Socket>();
+  target: { host: string; port: number };
+  connections = 0;
+  port = 0;
+
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
+    this.#server = createTcpServer((client) => {
+      this.connections++;
+      const upstream = tcpConnect(this.target.port, this.target.host);
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => this.#sockets.delete(socket));
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+  }
+
+  async start(): Promise<this> {
+    this.#server.listen(0, '127.0.0.1');
+    await once(this.#server, 'listening');
+    this.port = (this.#server.address() as { port: number }).port;
+    return this;
+  }
+
+  dropAll(): void {
+    for (const socket of this.#sockets) socket.destroy();
+  }
+
+  async stop(): Promise<void> {
+    this.dropAll();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
 }
 
 describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
@@ -69,18 +114,26 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
     expect(await roundTrip(node.tlsUrl.replace('amqps://', 'amqp://'), { ssl } as AmqpTransportOptions)).toBe('over tls');
   });
 
-  it('is refused by a server that requires a client certificate when none is given', async () => {
-    const connection = new Connection(node.tlsUrl, {
-      transportOptions: { tls: { caFile: certs.ca }, connectTimeout: 5000 },
-      connectRetryPolicy: { maxRetries: 1, intervalStart: 10, intervalStep: 0, intervalMax: 10 },
+  const refusals = [
+    { name: 'none is given', tls: () => ({ caFile: certs.ca }) },
+    { name: "the client's is signed by a CA the server does not trust", tls: () => ({ caFile: certs.ca, certFile: certs.strangerClient.cert, keyFile: certs.strangerClient.key }) },
+  ];
+  for (const { name, tls } of refusals) {
+    it(`fails the first connect attempt when the server, requiring client certificates, refuses because ${name}`, async () => {
+      const connection = new Connection(node.tlsUrl, { transportOptions: { tls: tls(), connectTimeout: 5000 }, connectRetryPolicy: RETRY_FOR_EVER });
+      let retries = 0;
+      connection.on('retrying', () => retries++);
+      connection.on('error', () => undefined);
+      try {
+        const failure = await connection.connect().then(() => undefined, (error: unknown) => error);
+        expect(failure).toBeInstanceOf(TlsFailure);
+        expect((failure as TlsFailure).message).toMatch(/client('s)? certificate.*ssl_certfile/);
+        expect(retries).toBe(0);
+      } finally {
+        await connection.close();
+      }
     });
-    connection.on('error', () => undefined);
-    try {
-      await expect(connection.connect()).rejects.toThrow();
-    } finally {
-      await connection.close();
-    }
-  });
+  }
 
   const wrong = [
     { name: 'a certificate from a CA the client does not trust', tls: () => ({ caFile: certs.otherCa }), code: 'SELF_SIGNED_CERT_IN_CHAIN', says: /not signed by a CA this client trusts/ },
@@ -113,6 +166,32 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
     });
   }
 
+  it('fails the first connect attempt on an expired certificate, with one line naming it (CERT_HAS_EXPIRED)', async () => {
+    // The handshake fails before any AMQP is spoken, so a TLS server holding the expired certificate stands in for a
+    // node configured with it (a node takes seconds to restart with another certificate).
+    const expired = createTlsServer({ cert: readFileSync(certs.expired.cert), key: readFileSync(certs.expired.key) }, (socket) => socket.destroy());
+    expired.listen(0, '127.0.0.1');
+    await once(expired, 'listening');
+    const port = (expired.address() as { port: number }).port;
+    const connection = new Connection(`amqps://127.0.0.1:${port}/`, {
+      transportOptions: { tls: { caFile: certs.ca, certFile: certs.client.cert, keyFile: certs.client.key }, connectTimeout: 5000 },
+      connectRetryPolicy: RETRY_FOR_EVER,
+    });
+    let retries = 0;
+    connection.on('retrying', () => retries++);
+    connection.on('error', () => undefined);
+    try {
+      const failure = await connection.connect().then(() => undefined, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(TlsFailure);
+      expect((failure as TlsFailure).code).toBe('CERT_HAS_EXPIRED');
+      expect((failure as TlsFailure).message).toMatch(new RegExp(`^TLS connection to amqps://127\\.0\\.0\\.1:${port}/ failed: the server's certificate has expired; renew it`));
+      expect(retries).toBe(0);
+    } finally {
+      await connection.close();
+      expired.close();
+    }
+  });
+
   it('fails at once on a plaintext port, naming that the server did not answer in TLS', async () => {
     const connection = new Connection(node.url, {
       transportOptions: { tls: { caFile: certs.ca }, connectTimeout: 5000 },
@@ -127,6 +206,46 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
       await connection.close();
     }
   });
+
+  it('stops a worker whose reconnect meets a certificate gone bad, with the TlsFailure said once instead of retried for ever', async () => {
+    // The node's TLS port behind a forwarder; then the forwarder leads to a server with an expired certificate, and
+    // the connection drops: to the worker, the broker came back with its certificate rotated to a bad one.
+    const proxy = await new SwitchableForwarder({ host: '127.0.0.1', port: node.port + 1 }).start();
+    const rotated = createTlsServer({ cert: readFileSync(certs.expired.cert), key: readFileSync(certs.expired.key) }, (socket) => socket.destroy());
+    rotated.listen(0, '127.0.0.1');
+    await once(rotated, 'listening');
+    const ssl = { ca_certs: certs.ca, certfile: certs.client.cert, keyfile: certs.client.key, cert_reqs: 'CERT_REQUIRED' };
+    const queue = `kqt.rotate.${randomUUID().slice(0, 8)}`;
+    const app = new App('rabbit-rotate', { broker: `amqps://127.0.0.1:${proxy.port}/`, brokerUseSsl: ssl, taskDefaultQueue: queue, brokerTransportOptions: { connectTimeout: 5000 } });
+    const lines: string[] = [];
+    const worker = app.worker({
+      hostname: `kq@${queue}`,
+      concurrency: 1,
+      logger: new Logger('rotate', { level: 'warning', sink: (record) => void lines.push(record.message) }),
+      enableRemoteControl: false,
+      cluster: { taskEvents: false, heartbeatInterval: 0, mingle: false, gossip: false },
+    });
+    const transportErrors: Error[] = [];
+    try {
+      await worker.start();
+      app.connection.on('error', (error) => transportErrors.push(error));
+      const fatal = new Promise<Error>((resolve) => worker.once('fatal', resolve));
+      proxy.target = { host: '127.0.0.1', port: (rotated.address() as { port: number }).port };
+      proxy.dropAll();
+      const failure = await fatal;
+      expect(failure).toBeInstanceOf(TlsFailure);
+      expect((failure as TlsFailure).code).toBe('CERT_HAS_EXPIRED');
+      expect(failure.message).toMatch(new RegExp(`^TLS connection to amqps://127\\.0\\.0\\.1:${proxy.port}/ failed: the server's certificate has expired`));
+      expect(lines.some((line) => line.includes('cannot reach the broker until its TLS settings'))).toBe(true);
+      // The supervisor gave up at the first TLS failure: one report of it, not one per reconnect attempt.
+      expect(transportErrors.filter((error) => error instanceof TlsFailure)).toHaveLength(1);
+    } finally {
+      await worker.stop({ cold: true }).catch(() => undefined);
+      await app.close();
+      await proxy.stop();
+      rotated.close();
+    }
+  }, 60_000);
 
   describe('a user with permissions on one vhost only', () => {
     const vhost = `kq-least-${randomUUID().slice(0, 6)}`;

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   backoffCountdown,
   ChannelClosed,
+  TlsFailure,
   KqError,
   type ConsumeOptions,
   type ConsumerHandle,
@@ -243,6 +244,9 @@ export class AmqpConsumer implements ConsumerHandle {
           return;
         } catch (error) {
           if (this.#cancelled || this.#slot.isClosed) return;
+          // The broker's certificate went bad (the supervisor gave up on it): every attempt would fail alike. Said as
+          // it is, once; the consumer stops, and its owner (a worker) decides what to do.
+          if (error instanceof TlsFailure) return this.#owner.reportError(error);
           this.#owner.reportError(
             new KqError(`Consumer ${this.tag} could not resume (attempt ${attempt}): ${brokerText(error)}; retrying.`, { cause: error }),
           );

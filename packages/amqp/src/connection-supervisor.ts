@@ -1,4 +1,4 @@
-import { ChannelClosed, ConnectionLost, KqError, retryDelay, tlsFailureOf, TypedEmitter, type TransportEvents } from '@kq/core';
+import { ChannelClosed, ConnectionLost, KqError, retryDelay, TlsFailure, tlsFailureOf, TypedEmitter, type TransportEvents } from '@kq/core';
 import { amqplib, type AmqplibConnection } from './amqplib-loader';
 import { isConnectionFailure } from './amqp-errors';
 import { closeQuietly } from './close-within';
@@ -232,16 +232,9 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
     const policy = this.#options.reconnectPolicy;
     const attempt = ++this.#reconnectAttempts;
     if (policy.maxRetries !== undefined && attempt > policy.maxRetries) {
-      this.#state = 'idle';
-      const error = new ConnectionLost(
-        `Gave up reconnecting to ${this.#describeTarget()} after ${policy.maxRetries} attempts; the next operation will try again.`,
+      this.#giveUp(
+        new ConnectionLost(`Gave up reconnecting to ${this.#describeTarget()} after ${policy.maxRetries} attempts; the next operation will try again.`),
       );
-      for (const waiter of this.#waiters) {
-        clearTimeout(waiter.timer);
-        waiter.reject(error);
-      }
-      this.#waiters.clear();
-      this.emit('error', error);
       return;
     }
     this.#reconnectTimer = setTimeout(() => {
@@ -249,12 +242,27 @@ export class ConnectionSupervisor extends TypedEmitter<TransportEvents> {
         () => (this.#reconnectAttempts = 0),
         (error: unknown) => {
           if (this.#state === 'closed') return;
-          this.emit('error', asConnectionLost(error, this.#describeTarget(), attempt));
+          const failure = asConnectionLost(error, this.#describeTarget(), attempt);
+          // A certificate that went bad (rotated to an untrusted, expired or misnamed one) fails every attempt alike:
+          // said once, as on the first connect, and the operations waiting fail with it, rather than retried silently.
+          if (failure instanceof TlsFailure) return this.#giveUp(failure);
+          this.emit('error', failure);
           this.#brokers.next();
           this.#scheduleReconnect();
         },
       );
     }, retryDelay(policy, attempt));
+  }
+
+  /** Stops reconnecting: the waiting operations fail with `error`, which is reported; the next operation tries again. */
+  #giveUp(error: Error): void {
+    this.#state = 'idle';
+    for (const waiter of this.#waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(error);
+    }
+    this.#waiters.clear();
+    this.emit('error', error);
   }
 
   #wait(timeoutMs: number): Promise<AmqplibConnection> {

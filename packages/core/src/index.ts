@@ -150,6 +150,7 @@ export {
   KOMBU_TLS_QUERY_PARAMETERS,
   kombuSslFromQuery,
   resolveTlsOptions,
+  tlsSettingsOf,
   type CertificateRequirement,
   type KombuSslOptions,
   type TlsOption,

@@ -31,9 +31,14 @@ const REASONS: Readonly<Record<string, string>> = {
 export function tlsFailureOf(error: unknown, target: string): TlsFailure | undefined {
   if (error instanceof TlsFailure) return error;
   if (typeof error !== 'object' || error === null) return undefined;
+  const message = error instanceof Error ? error.message : '';
+  // node-postgres, when the server answers the SSLRequest with "no": an Error without a code.
+  if (message === 'The server does not support SSL connections') {
+    const reason = 'the server does not speak TLS (PostgreSQL with ssl = off); turn ssl on in postgresql.conf, or connect without sslmode/tls if it must stay off';
+    return new TlsFailure(target, 'SSL_NOT_SUPPORTED', reason, { cause: error });
+  }
   const code = (error as { code?: unknown }).code;
   if (typeof code !== 'string') return undefined;
-  const message = error instanceof Error ? error.message : '';
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
     // Node puts the name it checked and the certificate on the error.
     const { host, cert } = error as { host?: unknown; cert?: { subjectaltname?: unknown; subject?: { CN?: unknown } } };

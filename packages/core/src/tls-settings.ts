@@ -94,6 +94,14 @@ export function resolveTlsOptions(...given: readonly (TlsOption | undefined | nu
   return out;
 }
 
+/**
+ * One TLS option as kq's `TlsSettings` (Kombu's names translated, `true` as no settings), without reading any file:
+ * for transports that hand the files to their driver by name (PostgreSQL's libpq parameters).
+ */
+export function tlsSettingsOf(option: TlsOption): TlsSettings {
+  return option === true || option === false ? {} : toSettings(option);
+}
+
 function toSettings(option: TlsSettings | KombuSslOptions): TlsSettings {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(option)) {

@@ -81,6 +81,12 @@ describe('TLS failures as one line', () => {
     );
   });
 
+  it("names node-postgres's refusal by a server with ssl off, which carries no code", () => {
+    const tls = tlsFailureOf(new Error('The server does not support SSL connections'), 'postgresql://pg:5432/kq');
+    expect(tls?.code).toBe('SSL_NOT_SUPPORTED');
+    expect(tls?.message).toMatch(/^TLS connection to postgresql:\/\/pg:5432\/kq failed: the server does not speak TLS \(PostgreSQL with ssl = off\)/);
+  });
+
   it('leaves outages alone: they are retried', () => {
     expect(tlsFailureOf(failure('ECONNREFUSED'), 't')).toBeUndefined();
     expect(tlsFailureOf(new Error('Connection is closed.'), 't')).toBeUndefined();

@@ -1,4 +1,5 @@
-import { KqError, sanitizeUrl } from '@kq/core';
+import { KqError, sanitizeUrl, type TlsOption } from '@kq/core';
+import { withTlsParameters } from './postgres-tls';
 
 export interface PostgresTransportOptions {
   /** Kombu's `queue_tablename` (default `kombu_queue`); `queue_tablename` is accepted too. */
@@ -25,6 +26,13 @@ export interface PostgresTransportOptions {
    * or the same user as Kombu). Default 10 000.
    */
   vacuumEveryDeletes?: number;
+  /**
+   * TLS by kq's names (`{ caFile, certFile, keyFile, certReqs, checkHostname }`) or Kombu's (`ssl_ca_certs`, ...; Celery's
+   * `broker_use_ssl`; `ssl` is accepted as this option's name too), as for Redis and RabbitMQ: written into the URL as
+   * libpq's `sslrootcert`, `sslcert`, `sslkey` and `sslmode=verify-full` (see `withTlsParameters`). Without it, libpq's
+   * parameters in the URL itself apply. See docs/security.md.
+   */
+  tls?: TlsOption;
   /** Priority steps (Kombu's `priority_steps`). */
   prioritySteps?: readonly number[];
   /** Where kq reports what it could not do quietly (a failed sweep, a lost listener). Default `console`. */
@@ -63,7 +71,7 @@ export function connectionStringOf(url: string): string {
 export function resolveOptions(url: string, options: PostgresTransportOptions & Record<string, unknown>): ResolvedPostgresOptions {
   const leaseMs = positive(options.leaseMs, 'leaseMs') ?? 30_000;
   return {
-    connectionString: connectionStringOf(url),
+    connectionString: withTlsParameters(connectionStringOf(url), tlsOptionOf(options)),
     queueTable: text(options.queueTable ?? options['queue_tablename']) ?? 'kombu_queue',
     messageTable: text(options.messageTable ?? options['message_tablename']) ?? 'kombu_message',
     leaseMs,
@@ -75,6 +83,12 @@ export function resolveOptions(url: string, options: PostgresTransportOptions & 
     vacuumEveryDeletes: count(options.vacuumEveryDeletes, 'vacuumEveryDeletes') ?? 10_000,
     logger: options.logger ?? { warn: (message) => console.warn(message) },
   };
+}
+
+/** The TLS option by kq's name or Celery's (`ssl`, `broker_use_ssl`). */
+export function tlsOptionOf(options: Record<string, unknown>): TlsOption | undefined {
+  const given = options['tls'] ?? options['ssl'] ?? options['broker_use_ssl'];
+  return given === undefined || given === null ? undefined : (given as TlsOption);
 }
 
 function positive(value: unknown, name: string): number | undefined {

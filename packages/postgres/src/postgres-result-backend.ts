@@ -1,6 +1,9 @@
 import {
   OperationTimeout,
   isReadyState,
+  sanitizeUrl,
+  tlsFailureOf,
+  type TlsOption,
   type ResultBackend,
   type ResultMeta,
   type StoreResultOptions,
@@ -10,6 +13,7 @@ import pg from 'pg';
 import { NotificationListener } from './notification-listener';
 import { connectionStringOf } from './postgres-options';
 import { prepared } from './prepared-statement';
+import { withTlsParameters } from './postgres-tls';
 import { GENERIC_PLANS, withSessionSettings } from './session-settings';
 
 export interface PostgresResultBackendOptions {
@@ -17,6 +21,8 @@ export interface PostgresResultBackendOptions {
   table?: string;
   /** Connections in the pool (one more is kept for LISTEN). Default 2. */
   poolSize?: number;
+  /** TLS, as the transport's `tls` option (kq's or Kombu's names), written into the URL as libpq's parameters. */
+  tls?: TlsOption;
   logger?: { warn(message: string): void };
 }
 
@@ -49,12 +55,15 @@ export class PostgresResultBackend implements ResultBackend {
    */
   #listening: Promise<void> | undefined;
   #lastExpirySweep = 0;
+  /** The server as a URL without password or parameters, for TLS failures. */
+  readonly #target: string;
 
   constructor(url: string, options: PostgresResultBackendOptions = {}) {
     this.table = options.table ?? 'kq_result';
     if (!/^[a-z_][a-z0-9_]{0,50}$/.test(this.table)) throw new TypeError(`Result table name ${JSON.stringify(this.table)} is not a plain lowercase SQL identifier.`);
     this.#channel = `${this.table}_ready`;
-    const connectionString = connectionStringOf(url);
+    const connectionString = withTlsParameters(connectionStringOf(url), options.tls);
+    this.#target = sanitizeUrl(connectionString).split('?')[0] ?? '';
     const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
     this.#pool = new pg.Pool({ connectionString: withSessionSettings(connectionString, GENERIC_PLANS), max: options.poolSize ?? 2 });
     this.#pool.on('error', (error) => logger.warn(`kq postgres results: idle connection lost: ${error.message}`));
@@ -184,7 +193,8 @@ export class PostgresResultBackend implements ResultBackend {
       }
     })().catch((error: unknown) => {
       this.#ready = undefined;
-      throw error;
+      // An untrusted, expired or misnamed certificate: one line naming it, not the driver's error.
+      throw tlsFailureOf(error, this.#target) ?? error;
     });
     return this.#ready;
   }

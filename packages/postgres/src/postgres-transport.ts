@@ -1,4 +1,5 @@
-import { VirtualTransport, type TransportDescription } from '@kq/core';
+import { VirtualTransport, type BeatLeaseOptions, type TransportDescription } from '@kq/core';
+import { PostgresBeatLease } from './beat-lease';
 import { resolveOptions, type PostgresTransportOptions } from './postgres-options';
 import { PostgresStore } from './postgres-store';
 
@@ -28,6 +29,11 @@ export class PostgresTransport extends VirtualTransport {
 
   describe(): TransportDescription {
     return { ...this.#description };
+  }
+
+  /** kq beat's lease in this database: a lease row with an epoch, and the schedule's state (see `PostgresBeatLease`). */
+  beatLease(options: BeatLeaseOptions): PostgresBeatLease {
+    return new PostgresBeatLease(this, options);
   }
 
   /** Drops the connections without settling or restoring anything, as a crashed process would (tests). */

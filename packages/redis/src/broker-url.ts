@@ -49,10 +49,21 @@ function parseSingle(url: string | undefined, options: RedisTransportOptions): R
       return { host: hostOf(parsed), port: parsed.port ? Number(parsed.port) : DEFAULT_SENTINEL_PORT };
     });
     const head = sentinels[0] as { host: string; port: number };
+    // As Kombu's sentinel channel: broker_use_ssl reaches the master (ioredis: enableTLSForSentinelMode), and the
+    // sentinels themselves speak TLS only when told so separately (sentinel_kwargs' ssl_* there, sentinelTls here).
+    const masterTls = options.tls !== undefined && options.tls !== false ? resolveTlsOptions(true, options.tls) : undefined;
+    const sentinelTls = options.sentinelTls !== undefined && options.sentinelTls !== false ? resolveTlsOptions(true, options.sentinelTls) : undefined;
     return {
-      connection: { sentinels, name: masterName, db, ...auth },
+      connection: {
+        sentinels,
+        name: masterName,
+        db,
+        ...auth,
+        ...(masterTls ? { tls: masterTls, enableTLSForSentinelMode: true } : {}),
+        ...(sentinelTls ? { sentinelTLS: sentinelTls } : {}),
+      },
       db,
-      description: { transport: 'redis', hostname: head.host, port: head.port, virtualHost: String(db), userid: username ?? null, ssl: false },
+      description: { transport: 'redis', hostname: head.host, port: head.port, virtualHost: String(db), userid: username ?? null, ssl: masterTls !== undefined },
     };
   }
   if (scheme !== 'redis' && scheme !== 'rediss') {

@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisEndpoint } from './broker-url';
 import type { ClusterNodeAddress } from './redis-options';
-import { guardTls } from './tls-guard';
+import { guardClusterTls, guardTls } from './tls-guard';
 
 /** A command connection: one server, or (cluster mode) ioredis's `Cluster`, which routes each command by its key's slot. */
 export type RedisClient = Redis | Cluster;
@@ -57,7 +57,7 @@ export class ConnectionFactory {
     };
     const client = new Cluster(cluster.nodes, options);
     client.on('error', (error: Error) => this.#options.onError(error, role));
-    return client;
+    return guardClusterTls(client, this.#options.endpoint.description.ssl ? 'rediss' : 'redis', cluster.nodes);
   }
 
   /**

@@ -87,6 +87,12 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
    * turns TLS on for a `redis://` URL as well; it wins over a `rediss://` URL's parameters. See docs/security.md.
    */
   tls?: TlsOption;
+  /**
+   * Sentinel: TLS to the sentinels themselves, as `tls` (which, with `sentinel://`, reaches the master and its
+   * replicas only, as Kombu's `broker_use_ssl` does). Kombu gives it as `sentinel_kwargs` holding `ssl_*` names, which
+   * are read here too.
+   */
+  sentinelTls?: TlsOption;
   /** Passed to every ioredis connection (TLS, sentinels, timeouts, retryStrategy...); kq's own settings win. */
   redisOptions?: RedisOptions;
   logger?: RedisTransportLogger;
@@ -121,10 +127,22 @@ export function normaliseOptions(options: Record<string, unknown>): RedisTranspo
     if (value === undefined) continue;
     const mapped = KOMBU_OPTION_NAMES[name];
     if (mapped) result[mapped] = value;
+    else if (name === 'sentinel_kwargs' && typeof value === 'object' && value !== null) {
+      const ssl = sentinelSslOf(value as Record<string, unknown>);
+      if (ssl) result['sentinelTls'] = ssl;
+    }
     else if ((name === 'polling_interval' || name === 'brpop_timeout') && typeof value === 'number') result['pollIntervalMs'] = value * 1000;
     else result[name] = value;
   }
   return result as RedisTransportOptions;
+}
+
+/** redis-py's `ssl`/`ssl_*` arguments among Kombu's `sentinel_kwargs`, as a TLS option; undefined when they ask for none. */
+export function sentinelSslOf(kwargs: Record<string, unknown>): TlsOption | undefined {
+  const ssl: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(kwargs)) if (name.startsWith('ssl_')) ssl[name] = value;
+  if (kwargs['ssl'] !== true && Object.keys(ssl).length === 0) return undefined;
+  return ssl as TlsOption;
 }
 
 export const DEFAULTS = {

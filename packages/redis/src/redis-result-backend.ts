@@ -14,13 +14,13 @@ import {
 } from '@kq/core';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseBrokerUrl } from './broker-url';
-import { guardTls, tlsFailureFor } from './tls-guard';
+import { guardClusterTls, guardTls, tlsFailureFor } from './tls-guard';
 import { knownNodes } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
 import { RedisChordStore } from './redis-chord-store';
 import { loadLuaScript } from './lua-script';
 import { decodeResultMeta, encodeResultMeta } from './result-meta';
-import type { ClusterNodeAddress } from './redis-options';
+import { sentinelSslOf, type ClusterNodeAddress } from './redis-options';
 
 export { decodeResultMeta, encodeResultMeta } from './result-meta';
 
@@ -43,6 +43,8 @@ export interface RedisResultBackendOptions {
    * it turns TLS on for a `redis://` URL as well. See the transport's `tls` option.
    */
   tls?: TlsOption;
+  /** Sentinel: TLS to the sentinels themselves (see the transport's `sentinelTls`). */
+  sentinelTls?: TlsOption;
   /** Passed to both ioredis connections (TLS, timeouts, retryStrategy...); kq's own settings win. */
   redisOptions?: RedisOptions;
   /** Prefix of the CLIENT SETNAME of the backend's connections: `<prefix>.results.<id>.cmd` / `.sub`. Default `kq`. */
@@ -129,6 +131,7 @@ export class RedisResultBackend implements ResultBackend {
       ...(options.masterName !== undefined ? { masterName: options.masterName } : {}),
       ...(options.redisOptions !== undefined ? { redisOptions: options.redisOptions } : {}),
       ...(options.tls !== undefined ? { tls: options.tls } : {}),
+      ...(options.sentinelTls !== undefined ? { sentinelTls: options.sentinelTls } : {}),
     });
     this.taskKeyPrefix = withGlobalPrefix(options.keyPrefix ?? '') + TASK_KEY_PREFIX;
     this.#expiresMs = options.resultExpiresMs ?? DEFAULT_EXPIRES_MS;
@@ -261,7 +264,7 @@ export class RedisResultBackend implements ResultBackend {
       retryDelayOnClusterDown: 200,
     });
     client.on('error', (error: Error) => this.#logger?.warn(`kq result backend (cmd): ${error.message}`));
-    return client;
+    return guardClusterTls(client, this.#target.startsWith('rediss:') ? 'rediss' : 'redis', nodes);
   }
 
   #subscriberConnection(): Redis {
@@ -446,6 +449,8 @@ function normaliseResultBackendOptions(options: Record<string, unknown>): RedisR
   if (isRecord(options['redisOptions'])) result.redisOptions = options['redisOptions'] as RedisOptions;
   const tls = pick(options['tls'], options['ssl'], options['redis_backend_use_ssl']);
   if (tls !== undefined) result.tls = tls as TlsOption;
+  const sentinelTls = pick(options['sentinelTls'], isRecord(transport['sentinel_kwargs']) ? sentinelSslOf(transport['sentinel_kwargs']) : undefined);
+  if (sentinelTls !== undefined) result.sentinelTls = sentinelTls as TlsOption;
   if (typeof options['connectionName'] === 'string') result.connectionName = options['connectionName'];
   const ordered = pick(options['chordOrdered'], options['result_chord_ordered'], transport['result_chord_ordered']);
   if (ordered !== undefined) result.chordOrdered = expect('chordOrdered', ordered, 'boolean');

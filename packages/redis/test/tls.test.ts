@@ -26,17 +26,35 @@ describe.skipIf(!canRun)('Redis over TLS (private servers)', () => {
   let mutual: PrivateRedisServer;
   let expired: PrivateRedisServer;
   let wrongHost: PrivateRedisServer;
+  let plaintext: PrivateRedisServer;
 
   beforeAll(async () => {
     certs = await makeTestCertificates();
     mutual = new PrivateRedisServer({ tls: { server: certs.server, ca: certs.ca, requireClientCertificate: true } });
     expired = new PrivateRedisServer({ tls: { server: certs.expired, ca: certs.ca } });
     wrongHost = new PrivateRedisServer({ tls: { server: certs.wrongHost, ca: certs.ca } });
-    await Promise.all([mutual.start(), expired.start(), wrongHost.start()]);
+    plaintext = new PrivateRedisServer();
+    await Promise.all([mutual.start(), expired.start(), wrongHost.start(), plaintext.start()]);
   });
   afterAll(async () => {
-    await Promise.all([mutual?.stop(), expired?.stop(), wrongHost?.stop()]);
+    await Promise.all([mutual?.stop(), expired?.stop(), wrongHost?.stop(), plaintext?.stop()]);
   });
+
+  /** The first connect's failure, under a retry policy that would retry for ever: finishing at all shows it was not retried. */
+  async function firstFailure(url: string, transportOptions: Record<string, unknown> = {}): Promise<{ failure: unknown; retries: number }> {
+    const connection = new Connection(url, {
+      transportOptions: { logger: quietLogger, ...transportOptions },
+      connectRetryPolicy: { intervalStart: 50, intervalStep: 0, intervalMax: 50 },
+    });
+    let retries = 0;
+    connection.on('retrying', () => retries++);
+    connection.on('error', () => undefined);
+    try {
+      return { failure: await connection.connect().then(() => undefined, (error: unknown) => error), retries };
+    } finally {
+      await connection.close();
+    }
+  }
 
   async function roundTrip(transport: RedisTransport, queue: string): Promise<string> {
     try {
@@ -83,17 +101,36 @@ describe.skipIf(!canRun)('Redis over TLS (private servers)', () => {
     }
   });
 
-  it('is refused by a server that requires a client certificate when none is given', async () => {
-    const connection = new Connection(`${mutual.url}/0?ssl_ca_certs=${encodeURIComponent(certs.ca)}`, {
-      transportOptions: { logger: quietLogger },
-      connectRetryPolicy: { maxRetries: 1, intervalStart: 10, intervalStep: 0, intervalMax: 10 },
+  const refusals = [
+    { name: 'none is given', query: () => `ssl_ca_certs=${encodeURIComponent(certs.ca)}` },
+    {
+      name: "the client's is signed by a CA the server does not trust",
+      query: () => new URLSearchParams({ ssl_ca_certs: certs.ca, ssl_certfile: certs.strangerClient.cert, ssl_keyfile: certs.strangerClient.key }).toString(),
+    },
+  ];
+  for (const { name, query } of refusals) {
+    it(`fails the first connect attempt when a server requiring client certificates (TLS 1.3) refuses because ${name}`, async () => {
+      // Over TLS 1.3 the refusal comes after the client's handshake is done: often just a reset, once an outage.
+      const { failure, retries } = await firstFailure(`${mutual.url}/0?${query()}`);
+      expect(failure).toBeInstanceOf(TlsFailure);
+      // Named from the alert when it arrives (UNKNOWN_CA, CERTIFICATE_REQUIRED), else from the reset after the handshake.
+      expect((failure as TlsFailure).message).toMatch(/client('s)? certificate.*ssl_certfile/);
+      expect((failure as TlsFailure).message).not.toContain('\n');
+      expect(retries).toBe(0);
     });
-    connection.on('error', () => undefined);
-    try {
-      await expect(connection.connect()).rejects.toThrow(/127\.0\.0\.1/);
-    } finally {
-      await connection.close();
-    }
+  }
+
+  it('fails the first connect attempt when a rediss:// URL names a plaintext port, saying it is not a TLS port', async () => {
+    // The handshake gets no answer from a plaintext Redis; ioredis alone would wait connectTimeout, then retry for ever.
+    const { failure, retries } = await firstFailure(`rediss://127.0.0.1:${plaintext.port}/0?ssl_ca_certs=${encodeURIComponent(certs.ca)}`, {
+      redisOptions: { connectTimeout: 120_000 },
+    });
+    expect(failure).toBeInstanceOf(TlsFailure);
+    expect((failure as TlsFailure).code).toBe('ERR_TLS_HANDSHAKE_TIMEOUT');
+    expect((failure as TlsFailure).message).toMatch(
+      new RegExp(`^TLS connection to rediss://127\\.0\\.0\\.1:${plaintext.port} failed: the server did not answer the TLS handshake, and answers plain Redis on that port: it is not a TLS port`),
+    );
+    expect(retries).toBe(0);
   });
 
   const wrong = [

@@ -2,7 +2,7 @@ import type { OutgoingMessage } from '../message';
 
 /**
  * The broker-side half of kq beat: leader election with fencing, and the schedule's last-run state. A transport
- * offers it as `transport.beatLease(options)` (memory, Redis, RabbitMQ); kq beat runs on any transport that does.
+ * offers it as `transport.beatLease(options)` (memory, Redis, RabbitMQ, PostgreSQL); kq beat runs on any transport that does.
  * `defineBeatLeaseSuite` in @kq/test-harness checks an implementation. The contract that makes a tick sent exactly
  * once across failovers:
  *

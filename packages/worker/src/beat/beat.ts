@@ -172,7 +172,7 @@ export class Beat extends TypedEmitter<BeatEvents> {
     };
     if (!transport.beatLease) {
       throw new UnsupportedFeature(
-        `kq beat needs a broker-side lease, which the ${transport.name} transport does not provide. Use redis://, amqp:// or memory://, ` +
+        `kq beat needs a broker-side lease, which the ${transport.name} transport does not provide. Use redis://, amqp://, postgresql:// or memory://, ` +
           `or pass one explicitly (the \`lease\` option).`,
       );
     }

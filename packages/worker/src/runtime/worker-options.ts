@@ -60,8 +60,9 @@ export type WorkerEvents = {
   unknownTask: [taskId: string, name: string];
   shutdown: [];
   /**
-   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`).
-   * Retrying would be refused again, and a worker that stays up consuming nothing looks healthy while it is not.
+   * The worker cannot go on and is stopping: the broker refuses a command consuming needs (`PermissionDenied`), or a
+   * reconnect failed on TLS (`TlsFailure`: a certificate rotated to one this worker cannot trust). Retrying would fail
+   * again, and a worker that stays up consuming nothing looks healthy while it is not.
    */
   fatal: [error: Error];
   error: [error: Error];

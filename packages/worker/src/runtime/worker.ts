@@ -1,6 +1,6 @@
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Consumer, PermissionDenied, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, PermissionDenied, TlsFailure, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../task/app-contract';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -233,6 +233,11 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       this.log.error(`consumer: ${error.message}`);
       if (error instanceof PermissionDenied) {
         this.log.critical('Stopping: this worker cannot consume until the broker user is granted that command.');
+        this.emit('fatal', error);
+        void this.stop();
+      } else if (error instanceof TlsFailure) {
+        // The broker's certificate went bad after the worker started (a reconnect failed on it): no retry cures it.
+        this.log.critical('Stopping: this worker cannot reach the broker until its TLS settings or certificate are fixed.');
         this.emit('fatal', error);
         void this.stop();
       }
