@@ -3,7 +3,8 @@
  * integration suite can run against a kq worker. Each task does what its Python twin does, step for step; where
  * Python semantics matter (`x + y` on lists or strings, `sum`, `"%s" % None`) they are spelled out.
  *
- * Configured by environment, as upstream's conftest is: TEST_BROKER, TEST_BACKEND, REDIS_HOST.
+ * Configured by environment, as upstream's conftest is: TEST_BROKER, TEST_BACKEND, REDIS_HOST and REDIS_PORT; and by
+ * the harness's KQ_SUITE_CELERY_CONFIG (Celery settings as JSON, the ones the run's client and Python worker get too).
  */
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleepFor } from 'node:timers/promises';
@@ -31,12 +32,14 @@ export const app = new App('celery_suite', {
   backend: process.env['TEST_BACKEND'] ?? 'redis://127.0.0.1:6379/1',
   // As the version's conftest configures its client (5.5+ sets result_extended).
   resultExtended: process.env['KQ_SUITE_RESULT_EXTENDED'] === '1',
+  ...(JSON.parse(process.env['KQ_SUITE_CELERY_CONFIG'] ?? '{}') as Record<`${string}_${string}`, unknown>),
 });
 
-/** Upstream's `get_redis_connection()`: `StrictRedis(host=REDIS_HOST)`, database 0. */
+/** Upstream's `get_redis_connection()`: `StrictRedis(host=REDIS_HOST, port=REDIS_PORT)`, database 0. */
 let redisConnection: Redis | undefined;
 function redis(): Redis {
-  redisConnection ??= new Redis({ host: process.env['REDIS_HOST'] ?? '127.0.0.1', lazyConnect: false, maxRetriesPerRequest: 3 });
+  const port = Number(process.env['REDIS_PORT'] ?? '6379');
+  redisConnection ??= new Redis({ host: process.env['REDIS_HOST'] ?? '127.0.0.1', port, lazyConnect: false, maxRetriesPerRequest: 3 });
   return redisConnection;
 }
 

@@ -10,7 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { APPLICABLE_FILES, CELERY_VERSIONS, REPO_ROOT, celeryVersion, type BrokerKind } from './celery-versions';
+import { CELERY_VERSIONS, REPO_ROOT, applicableFiles, celeryVersion, type BrokerKind, type CeleryVersion } from './celery-versions';
 import { byTest, loadResults, mergeResults, renderReport, verdict, type PairResults } from './suite-report';
 import { runSuite, type WorkerKind } from './suite-run';
 
@@ -30,51 +30,80 @@ const { values } = parseArgs({
   options: {
     versions: { type: 'string', default: CELERY_VERSIONS.map((v) => v.version).join(',') },
     brokers: { type: 'string', default: 'redis,amqp' },
-    files: { type: 'string', default: APPLICABLE_FILES.join(',') },
+    files: { type: 'string' },
     worker: { type: 'string', default: 'kq,celery' },
     k: { type: 'string' },
+    // Runs at once: each has its own Redis server and vhost, and mostly waits on the other process.
+    parallel: { type: 'string', default: '4' },
+    // pytest-timeout's limit for one test: above upstream's longest wait for a result (60 s), below a hang.
+    timeout: { type: 'string', default: '150' },
     'no-write': { type: 'boolean', default: false },
   },
 });
 
+interface Job {
+  readonly celery: CeleryVersion;
+  readonly broker: BrokerKind;
+  readonly worker: WorkerKind;
+  readonly files: readonly string[];
+}
+
 async function main(): Promise<void> {
   const versions = values.versions.split(',').map(celeryVersion);
-  console.log(`Files: ${values.files}`);
   const brokers = values.brokers.split(',') as BrokerKind[];
   const workers = values.worker.split(',') as WorkerKind[];
+  const parallel = Math.max(1, Number(values.parallel));
+  const testTimeout = Number(values.timeout);
+  const pairs = versions.flatMap((celery) => brokers.map((broker) => ({ celery, broker, files: values.files?.split(',') ?? applicableFiles(celery) })));
+  const jobs: Job[] = pairs.flatMap((pair) => workers.map((worker) => ({ ...pair, worker })));
+  console.log(`${jobs.length} runs, ${parallel} at a time`);
+  const runs = await runAll(jobs, parallel, async (job) => {
+    const run = await runSuite({ ...job, keyword: values.k, testTimeout, log: (line) => console.log(line) });
+    const results = byTest(run.outcomes);
+    const passed = Object.values(results).filter((result) => result.outcome === 'passed').length;
+    console.log(`Celery ${job.celery.version} × ${job.broker}, ${job.worker} worker: ${passed} of ${Object.keys(results).length} passed in ${Math.round(run.seconds)} s`);
+    return { results, seconds: run.seconds };
+  });
   const fresh: PairResults[] = [];
-  for (const celery of versions) {
-    for (const broker of brokers) {
-      const files = values.files.split(',');
-      const seconds: Record<string, number> = {};
-      const results: Record<WorkerKind, PairResults['kq']> = { kq: {}, celery: {} };
-      // One after the other: upstream's tests share keys in Redis database 0 (redis-echo, redis-count) and check
-      // the server's pub/sub channels, which a second run at the same time would disturb.
-      for (const worker of workers) {
-        const run = await runSuite({ celery, broker, worker, files, keyword: values.k, log: (line) => console.log(line) });
-        results[worker] = byTest(run.outcomes);
+  for (const { celery, broker, files } of pairs) {
+    const seconds: Record<string, number> = {};
+    const results: Record<WorkerKind, PairResults['kq']> = { kq: {}, celery: {} };
+    // A worker not run this time (--worker kq) keeps its last results for the pair, if they cover the same files.
+    const previous = loadResults(RESULTS_PATH).find((pair) => pair.version === celery.version && pair.broker === broker && pair.files.join() === files.join());
+    for (const worker of ['kq', 'celery'] as const) {
+      const index = jobs.findIndex((job) => job.celery === celery && job.broker === broker && job.worker === worker);
+      const run = index >= 0 ? runs[index] : undefined;
+      if (run) {
+        results[worker] = run.results;
         seconds[worker] = run.seconds;
-        const passed = Object.values(results[worker]).filter((result) => result.outcome === 'passed').length;
-        console.log(`Celery ${celery.version} × ${broker}, ${worker} worker: ${passed} of ${Object.keys(results[worker]).length} passed in ${Math.round(run.seconds)} s`);
+      } else if (previous) {
+        results[worker] = previous[worker];
+        seconds[worker] = previous.seconds[worker] ?? 0;
       }
-      // A worker not run this time (--worker kq) keeps its last results for the pair, if they cover the same files.
-      const previous = loadResults(RESULTS_PATH).find((pair) => pair.version === celery.version && pair.broker === broker && pair.files.join() === files.join());
-      for (const worker of ['kq', 'celery'] as const) {
-        if (!workers.includes(worker) && previous) {
-          results[worker] = previous[worker];
-          seconds[worker] = previous.seconds[worker] ?? 0;
-        }
-      }
-      const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), seconds, kq: results.kq, celery: results.celery };
-      printVerdicts(pair);
-      fresh.push(pair);
     }
+    const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), seconds, kq: results.kq, celery: results.celery };
+    printVerdicts(pair);
+    fresh.push(pair);
   }
   if (values['no-write'] || values.k !== undefined) return;
   const merged = mergeResults(loadResults(RESULTS_PATH), fresh);
   writeFileSync(RESULTS_PATH, `${JSON.stringify(merged, null, 1)}\n`);
   writeFileSync(REPORT_PATH, renderReport(merged, NOTES));
   console.log(`Wrote ${REPORT_PATH}`);
+}
+
+/** Runs `work` over `items`, at most `limit` at once; results in the items' order. */
+async function runAll<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
 }
 
 function printVerdicts(pair: PairResults): void {
