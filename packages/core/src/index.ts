@@ -97,7 +97,7 @@ export { brandClass, isBrandedInstance } from './class-brand';
 export { processWide } from './process-wide';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
-export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
+export { pythonRepr, pythonTupleRepr, pythonSetRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
 export { comparePythonStrings } from './python-string-order';
 export {
   pyJson,

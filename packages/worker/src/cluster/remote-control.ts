@@ -6,6 +6,7 @@ import type { WorkerStep } from '../worker/bootstep';
 import type { Request } from '../worker/request';
 import { controlCommands } from '../worker/control-commands';
 import type { Worker } from '../worker/worker';
+import { fleetCeleryRelease, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
@@ -52,9 +53,9 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
       }
       return ok(terminated.length === 0 ? 'terminate: tasks unknown' : `terminate: ${terminated.join(', ')}`);
     }
-    const joined = ids.join(', ');
-    worker.log.info(`Tasks flagged as revoked: ${joined}`);
-    return ok(`tasks ${joined} flagged as revoked`);
+    worker.log.info(`Tasks flagged as revoked: ${ids.join(', ')}`);
+    // The reply's shape changed in Celery 5.6: answer as the fleet's Python workers would.
+    return ok(revokedReplyText(ids, fleetCeleryRelease(context.gossip?.state.workers.values() ?? [])));
   };
 
   const active: Handler = (args) => [...state.active.values()].map((request) => request.info(args['safe'] === true));
