@@ -7,6 +7,7 @@
  * the harness's KQ_SUITE_CELERY_CONFIG (Celery settings as JSON, the ones the run's client and Python worker get too).
  */
 import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import {
@@ -24,8 +25,13 @@ import {
   type SignatureJson,
   type TaskContext,
 } from '@kq/worker';
+import { signingSettings, trustTestCertificates } from './suite-signing';
 
 const MODULE = 't.integration.tasks';
+
+/** test_security.py: the worker's own key and certificate (made by the runner), and the folder of the test's. */
+const signingDir = process.env['KQ_SUITE_SIGNING_DIR'];
+const ownCertificate = signingDir ? { key: join(signingDir, 'worker-own.key'), certificate: join(signingDir, 'worker-own.pem') } : undefined;
 
 export const app = new App('celery_suite', {
   broker: process.env['TEST_BROKER'] ?? 'redis://127.0.0.1:6379/1',
@@ -33,7 +39,9 @@ export const app = new App('celery_suite', {
   // As the version's conftest configures its client (5.5+ sets result_extended).
   resultExtended: process.env['KQ_SUITE_RESULT_EXTENDED'] === '1',
   ...(JSON.parse(process.env['KQ_SUITE_CELERY_CONFIG'] ?? '{}') as Record<`${string}_${string}`, unknown>),
+  ...(ownCertificate ? signingSettings(ownCertificate) : {}),
 });
+if (ownCertificate) trustTestCertificates(ownCertificate, process.env['TMPDIR'] ?? '/tmp');
 
 /** Upstream's `get_redis_connection()`: `StrictRedis(host=REDIS_HOST, port=REDIS_PORT)`, database 0. */
 let redisConnection: Redis | undefined;

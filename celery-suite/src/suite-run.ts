@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HARNESS_PYTHON, REPO_ROOT, type BrokerKind, type CeleryVersion } from './celery-versions';
 import { isolateRun, type RunIsolation } from './run-isolation';
+import { makeWorkerCertificate } from './suite-signing';
 import type { WorkerKind } from './worker-kind';
 
 export type { WorkerKind } from './worker-kind';
@@ -102,6 +103,11 @@ async function runIsolated(options: SuiteRunOptions, isolation: RunIsolation, lo
     ...(options.keyword ? ['-k', options.keyword] : []),
     ...files.map((file) => join(celery.integrationRoot, 't', 'integration', file)),
   ];
+  if (worker === 'kq' && files.includes('test_security.py')) {
+    // test_security.py sends signed tasks: the kq worker accepts them, trusting the certificate the test makes.
+    env['KQ_SUITE_SIGNING_DIR'] = logDir;
+    await makeWorkerCertificate(logDir);
+  }
   const pytest = track(spawn(PYTHON, pytestArgs, { cwd: logDir, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   pipeTo(pytest, join(logDir, 'pytest.log'));
   const nodeName = `gen${pytest.pid ?? 0}@${hostname()}`;
