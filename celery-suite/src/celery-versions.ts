@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Shared, read-only trees next to the repository: Celery's t/integration per version, the newer Celery trees. */
 export const SHARED_PYTHON = resolve(REPO_ROOT, '..', 'shared', 'python');
+/** Celery's t/integration per version (`v<version>/t/integration`): KQ_CELERY_INTEGRATION, else next to the repository. */
+export const INTEGRATION_SUITES = process.env['KQ_CELERY_INTEGRATION'] ?? join(SHARED_PYTHON, 'celery-integration');
 /** Our pytest plugin and the baseline's Python worker app. */
 export const HARNESS_PYTHON = resolve(REPO_ROOT, 'celery-suite', 'python');
 
@@ -24,9 +26,9 @@ export interface CeleryVersion {
 }
 
 export const CELERY_VERSIONS: readonly CeleryVersion[] = [
-  { version: '5.2.6', pythonPath: [], integrationRoot: join(SHARED_PYTHON, 'celery-integration', 'v5.2.6'), resultExtended: false, rabbitQuorum: false },
-  { version: '5.5.3', pythonPath: [join(SHARED_PYTHON, 'celery55')], integrationRoot: join(SHARED_PYTHON, 'celery-integration', 'v5.5.3'), resultExtended: true, rabbitQuorum: true },
-  { version: '5.6.3', pythonPath: [join(SHARED_PYTHON, 'celery56')], integrationRoot: join(SHARED_PYTHON, 'celery-integration', 'v5.6.3'), resultExtended: true, rabbitQuorum: true },
+  { version: '5.2.6', pythonPath: [], integrationRoot: join(INTEGRATION_SUITES, 'v5.2.6'), resultExtended: false, rabbitQuorum: false },
+  { version: '5.5.3', pythonPath: [join(SHARED_PYTHON, 'celery55')], integrationRoot: join(INTEGRATION_SUITES, 'v5.5.3'), resultExtended: true, rabbitQuorum: true },
+  { version: '5.6.3', pythonPath: [join(SHARED_PYTHON, 'celery56')], integrationRoot: join(INTEGRATION_SUITES, 'v5.6.3'), resultExtended: true, rabbitQuorum: true },
 ];
 
 /** The test files run against a worker, where the version has them. */
@@ -57,11 +59,17 @@ export function applicableFiles(celery: CeleryVersion): string[] {
   return APPLICABLE_FILES.filter((file) => existsSync(join(celery.integrationRoot, 't', 'integration', file)));
 }
 
+/** Whether this version's upstream tests can be read (CI passes the suite's step with one line when they cannot). */
+export function integrationSuiteFound(version: string): boolean {
+  const found = CELERY_VERSIONS.find((candidate) => candidate.version === version);
+  return found !== undefined && existsSync(join(found.integrationRoot, 't', 'integration'));
+}
+
 export function celeryVersion(version: string): CeleryVersion {
   const found = CELERY_VERSIONS.find((candidate) => candidate.version === version);
   if (!found) throw new Error(`Unknown Celery version ${version}: pick from ${CELERY_VERSIONS.map((v) => v.version).join(', ')}.`);
   if (!existsSync(join(found.integrationRoot, 't', 'integration'))) {
-    throw new Error(`${found.integrationRoot}/t/integration is missing: the harness reads upstream's tests from ../shared/python/celery-integration.`);
+    throw new Error(`${found.integrationRoot}/t/integration is missing: the harness reads upstream's tests from the shared celery-integration folder next to the repository, or from KQ_CELERY_INTEGRATION.`);
   }
   return found;
 }

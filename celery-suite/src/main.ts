@@ -2,15 +2,18 @@
  * Celery's own integration suite against a kq worker, with a Python worker of the same version as the baseline.
  *
  *   pnpm test:celery-suite                                   # every version × broker, then docs/celery-suite.md
- *   pnpm test:celery-suite --versions 5.2.6 --brokers redis  # one pair (what CI runs)
+ *   pnpm test:celery-suite --versions 5.2.6 --brokers redis  # one pair, both workers
  *   pnpm test:celery-suite --versions 5.2.6 --files test_tasks.py -k retry --worker kq --no-write
+ *   pnpm test:celery-suite:ci   # CI: kq only, a quick selection, checked against the Python results recorded
+
  *
  * Upstream's files are read from ../shared/python/celery-integration, never copied into the repository.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CELERY_VERSIONS, REPO_ROOT, applicableFiles, celeryVersion, type BrokerKind, type CeleryVersion } from './celery-versions';
+import { checkAgainstBaseline } from './baseline-check';
+import { CELERY_VERSIONS, INTEGRATION_SUITES, REPO_ROOT, applicableFiles, celeryVersion, integrationSuiteFound, type BrokerKind, type CeleryVersion } from './celery-versions';
 import { byTest, loadResults, mergeResults, renderReport, verdict, type PairResults } from './suite-report';
 import { runSuite, type WorkerKind } from './suite-run';
 
@@ -38,6 +41,8 @@ const { values } = parseArgs({
     // pytest-timeout's limit for one test: above upstream's longest wait for a result (60 s), below a hang.
     timeout: { type: 'string', default: '150' },
     'no-write': { type: 'boolean', default: false },
+    // kq only, nothing written: fail when kq fails a test the Python run recorded in results.json passed.
+    check: { type: 'boolean', default: false },
   },
 });
 
@@ -49,6 +54,7 @@ interface Job {
 }
 
 async function main(): Promise<void> {
+  if (values.check) return check();
   const versions = values.versions.split(',').map(celeryVersion);
   const brokers = values.brokers.split(',') as BrokerKind[];
   const workers = values.worker.split(',') as WorkerKind[];
@@ -90,6 +96,28 @@ async function main(): Promise<void> {
   writeFileSync(RESULTS_PATH, `${JSON.stringify(merged, null, 1)}\n`);
   writeFileSync(REPORT_PATH, renderReport(merged, NOTES));
   console.log(`Wrote ${REPORT_PATH}`);
+}
+
+/** `--check`: one pair, kq only, against the recorded baseline; prints pytest's style of closing line for CI. */
+async function check(): Promise<void> {
+  const [version, ...moreVersions] = values.versions.split(',');
+  const [broker, ...moreBrokers] = values.brokers.split(',') as BrokerKind[];
+  if (!version || !broker || moreVersions.length > 0 || moreBrokers.length > 0) throw new Error('--check runs one pair: give one --versions and one --brokers.');
+  if (!integrationSuiteFound(version)) {
+    console.log(`celery-suite check skipped: Celery's t/integration for ${version} is not at ${INTEGRATION_SUITES} (next to the repository, or KQ_CELERY_INTEGRATION).`);
+    return;
+  }
+  const celery = celeryVersion(version);
+  const files = values.files?.split(',') ?? applicableFiles(celery);
+  const run = await runSuite({ celery, broker, worker: 'kq', files, keyword: values.k, testTimeout: Number(values.timeout), log: (line) => console.log(line) });
+  const recorded = loadResults(RESULTS_PATH).find((pair) => pair.version === celery.version && pair.broker === broker);
+  const kq = byTest(run.outcomes);
+  const result = checkAgainstBaseline(kq, recorded);
+  for (const test of result.notCounted) console.log(`  fails on Python too  ${test}  ${kq[test]?.message ?? ''}`);
+  for (const test of result.failed) console.log(`  FAIL                 ${test}  ${kq[test]?.message ?? ''}`);
+  console.log(`Celery ${celery.version} × ${broker} on kq (${Math.round(run.seconds)} s, logs in ${run.logDir}), against the Python run of ${recorded?.ranAt.slice(0, 10) ?? 'never'}:`);
+  console.log(`${result.passed.length} passed, ${result.failed.length} failed, ${result.skipped.length + result.notCounted.length} skipped`);
+  if (result.failed.length > 0 || result.passed.length === 0) process.exitCode = 1;
 }
 
 /** Runs `work` over `items`, at most `limit` at once; results in the items' order. */
