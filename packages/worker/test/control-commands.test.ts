@@ -8,6 +8,7 @@ import { clusterSteps } from '../src/cluster/cluster-steps';
 import { queueControlOf } from '../src/cluster/queue-control';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
+import { encodeTaskMessage } from '../src/protocol/index';
 import type { Worker } from '../src/worker/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, sleep, waitFor } from './fixtures/cluster/helpers';
 
@@ -140,6 +141,33 @@ describe('remote-control commands of a kq worker', () => {
     // As in Python, the ids are revoked before the signal is looked at.
     const revoked = (await call('revoked')) as string[];
     expect(revoked.slice(-5)).toEqual(['r-1', 'r-2', 'r-3', 'r-4', 'r-5']);
+  });
+
+  it('revoke_by_stamped_headers revokes the tasks stamped with a value, queued or running (Celery 5.3+)', async () => {
+    expect(await call('revoke_by_stamped_headers', { headers: { monitoring_id: ['m-1'] } })).toEqual({
+      ok: "headers {'monitoring_id': ['m-1']} flagged as revoked, but not terminated",
+    });
+    // From the command line: key=value strings.
+    expect(await call('revoke_by_stamped_headers', { headers: ['batch=b-1'], terminate: false })).toEqual({ ok: "headers {'batch': 'b-1'} flagged as revoked, but not terminated" });
+    const channel = await app.connection.channel();
+    // Stamped as a Celery 5.3+ client stamps (stamped_headers + stamps headers), published raw.
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-1', args: [1, 1], stamps: { monitoring_id: 'm-1' } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-2', args: [1, 1], stamps: { monitoring_id: ['x', 'm-1'] } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-3', args: [2, 2], stamps: { monitoring_id: 'm-2' } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-4', args: [3, 3], stamps: { batch: 4242 } }));
+    for (const id of ['st-1', 'st-2']) expect(await (await app.asyncResult(id)).get({ timeout: 5000, propagate: false })).toMatchObject({ exc_type: 'TaskRevokedError' });
+    expect(await (await app.asyncResult('st-3')).get({ timeout: 5000 })).toBe(4);
+    expect(await (await app.asyncResult('st-4')).get({ timeout: 5000 })).toBe(6);
+
+    // terminate: a running task stamped with the value is aborted; Python's reply shows what matched.
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'sleepy', id: 'st-5', stamps: { run: 'r-9' } }));
+    await waitFor(() => worker.state.active.has('st-5'), 5000, 'st-5 running');
+    expect(await call('revoke_by_stamped_headers', { headers: { run: 'r-9' }, terminate: true, signal: 'SIGKILL' })).toEqual({
+      ok: "headers defaultdict(<class 'set'>, {'run': {'r-9'}}) revoked",
+    });
+    expect(await (await app.asyncResult('st-5')).get({ timeout: 5000, propagate: false })).toMatchObject({ exc_type: 'TaskRevokedError' });
+    expect(await call('revoke_by_stamped_headers', { headers: { run: 'nobody' }, terminate: true })).toEqual({ ok: "headers {'run': 'nobody'} were not terminated" });
+    worker.state.revokedStamps.clear();
   });
 
   it('registered, rate_limit and time_limit', async () => {

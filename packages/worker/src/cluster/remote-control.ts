@@ -1,10 +1,11 @@
-import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, type MailboxHandler } from '@kq/core';
+import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, pythonRepr, pythonSetRepr, type MailboxHandler } from '@kq/core';
 import { SOFTWARE_INFO } from '../events/software-info';
 import { formatIsoDate } from '../protocol/index';
 import { parseRateLimit } from '../rate-limit';
 import type { WorkerStep } from '../worker/bootstep';
 import type { Request } from '../worker/request';
 import { controlCommands } from '../worker/control-commands';
+import { stampValuesMatching, stampedHeadersArgument } from '../worker/revoked-stamps';
 import type { Worker } from '../worker/worker';
 import { fleetCeleryRelease, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
@@ -56,6 +57,24 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
     worker.log.info(`Tasks flagged as revoked: ${ids.join(', ')}`);
     // The reply's shape changed in Celery 5.6: answer as the fleet's Python workers would.
     return ok(revokedReplyText(ids, fleetCeleryRelease(context.gossip?.state.workers.values() ?? [])));
+  };
+
+  // Celery 5.3+: revoke the tasks stamped with these values, now and when they arrive.
+  const revokeByStampedHeaders: Handler = (args) => {
+    const headers = stampedHeadersArgument(args['headers']);
+    state.revokedStamps.add(headers);
+    if (!args['terminate']) return ok(`headers ${pythonRepr(headers)} flagged as revoked, but not terminated`);
+    const signum = signalNumber(args['signal'] ?? 'SIGTERM');
+    const terminated = new Map<string, unknown[]>();
+    for (const request of [...state.active.values()]) {
+      const hits = Object.entries(headers).flatMap(([header, values]) => stampValuesMatching(values, request.message.stamps, header).map((value) => [header, value] as const));
+      for (const [header, value] of hits) terminated.set(header, [...(terminated.get(header) ?? []), value]);
+      if (hits.length > 0) request.terminate(`revoked by stamped header (${signalName(signum)})`);
+    }
+    if (terminated.size === 0) return ok(`headers ${pythonRepr(headers)} were not terminated`);
+    // Python's reply shows its defaultdict(set) of what matched.
+    const matched = [...terminated].map(([header, values]) => `${pythonRepr(header)}: ${pythonSetRepr(values)}`).join(', ');
+    return ok(`headers defaultdict(<class 'set'>, {${matched}}) revoked`);
   };
 
   const active: Handler = (args) => [...state.active.values()].map((request) => request.info(args['safe'] === true));
@@ -128,6 +147,7 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
     },
 
     revoke,
+    revoke_by_stamped_headers: revokeByStampedHeaders,
     terminate: (args) => revoke({ ...args, terminate: true }),
 
     rate_limit: (args) => {
