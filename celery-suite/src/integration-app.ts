@@ -437,6 +437,24 @@ app.task(
 
 app.task(`${MODULE}.mul`, (_ctx, x: number, y: number) => x * y, { params: ['x', 'y'] });
 
+/**
+ * `@shared_task(pydantic=True)`: the dict argument is validated as `AddParameterModel` (`x: int`, `y: int`; pydantic
+ * accepts an integral float or a numeric string for an int) and the `AddResultModel` returned is stored dumped.
+ */
+function addPydantic(_ctx: TaskContext, data: unknown): { result: number } {
+  const field = (name: 'x' | 'y'): number => {
+    const value = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[name] : undefined;
+    const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+    if (typeof number !== 'number' || !Number.isInteger(number)) {
+      throw new PythonException('pydantic_core._pydantic_core', 'ValidationError', [`1 validation error for AddParameterModel\n${name}\n  Input should be a valid integer`]);
+    }
+    return number;
+  };
+  return { result: field('x') + field('y') };
+}
+app.task(`${MODULE}.add_pydantic`, addPydantic, { params: ['data'] });
+app.task(`${MODULE}.add_pydantic_string_annotations`, addPydantic, { params: ['data'] });
+
 /** `sum(sum(num) if isinstance(num, Iterable) else num for num in nums)`. */
 app.task(`${MODULE}.xsum`, (_ctx, nums: unknown[]) => pythonSum(nums.map((num) => (Array.isArray(num) ? pythonSum(num) : num))), { params: ['nums'] });
 

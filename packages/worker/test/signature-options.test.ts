@@ -72,4 +72,11 @@ describe('signature options', () => {
     expect(signature.options).toEqual(json.options);
     expect(signature.clone([1]).toJSON().options).toEqual(json.options);
   });
+
+  it('sends a stamped signature with its stamps, as Celery 5.3+ does (a worker revoking by stamped header finds them)', async () => {
+    const options = { task_id: 'stamped', stamped_headers: ['monitoring_id', 'batch'], monitoring_id: '4242', batch: [1, 'b'] };
+    await Signature.fromJSON({ task: 'py.add', args: [1, 2], kwargs: {}, options, subtask_type: null, immutable: true }, app).delay();
+    const message = await sent();
+    expect(message.stamps).toEqual({ monitoring_id: '4242', batch: [1, 'b'] });
+  });
 });
