@@ -79,7 +79,7 @@ export {
 export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
 export { Connection, declareEntity, type ConnectionEvents, type ConnectionOptions, type Entity } from './connection';
 export { backoffCountdown } from './exponential-backoff';
-export { formatIsoDatetime, parseIsoDatetime, type IsoDatetimeParse } from './iso-datetime';
+export { formatIsoDatetime, parseIsoDatetime, subMillisecondMicros, type IsoDatetimeParse } from './iso-datetime';
 export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
 export { DEFAULT_MAX_MESSAGE_SIZE, assertMessageSize } from './message-size';

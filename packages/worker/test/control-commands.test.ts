@@ -100,16 +100,21 @@ describe('remote-control commands of a kq worker', () => {
     const reserved = (await call('reserved')) as Array<Record<string, unknown>>;
     expect(reserved.map((r) => r['id'])).toEqual(['wait-1']);
     expect(reserved[0]).toMatchObject({ time_start: null, acknowledged: false, worker_pid: null });
-    // As Celery 5.2.6 on Redis (wire-samples/redis-5.2.6-inspect-control-replies.txt): a virtual transport marks only
-    // restored messages, so `redelivered` is None, not False.
-    const golden = { exchange: '', routing_key: 'celery', priority: 0, redelivered: null };
+    // A virtual transport marks only restored messages: Celery 5.5+ shows a first delivery's `redelivered` as False
+    // (what kq answers when it knows of no Python worker)...
+    const golden = { exchange: '', routing_key: 'celery', priority: 0, redelivered: false };
     expect(active[0]?.['delivery_info']).toEqual(golden);
     expect(Object.keys(active[0]?.['delivery_info'] as object)).toEqual(Object.keys(golden));
     expect(reserved[0]?.['delivery_info']).toEqual(golden);
+    // ...and 5.2.6 as None (wire-samples/redis-5.2.6-inspect-control-replies.txt), when a 5.2 worker is in the fleet.
+    const gossip = clusterOf(worker)?.gossip;
+    gossip?.state.event({ type: 'worker-heartbeat', hostname: 'py52@test', timestamp: Date.now() / 1000, local_received: Date.now() / 1000, clock: 1, utcoffset: 0, pid: 1, freq: 60, sw_ident: 'py-celery', sw_ver: '5.2.6' });
+    expect(((await call('reserved')) as Array<Record<string, unknown>>)[0]?.['delivery_info']).toEqual({ ...golden, redelivered: null });
+    gossip?.state.workers.delete('py52@test');
 
     const scheduled = (await call('scheduled')) as Array<Record<string, unknown>>;
     expect(scheduled).toHaveLength(1);
-    expect(scheduled[0]).toMatchObject({ priority: 6, request: { id: 'eta-1', name: 'add', args: [7, 7], delivery_info: { redelivered: null } } });
+    expect(scheduled[0]).toMatchObject({ priority: 6, request: { id: 'eta-1', name: 'add', args: [7, 7], delivery_info: { redelivered: false } } });
     expect(String(scheduled[0]?.['eta'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/);
 
     expect(await call('query_task', { ids: ['run-1', 'wait-1', 'unknown'] })).toMatchObject({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fleetCeleryRelease, revokedReplyText } from '../src/cluster/fleet-version';
+import { fleetCeleryRelease, redeliveredAsFleet, revokedReplyText } from '../src/cluster/fleet-version';
 
 const peer = (fields: Record<string, unknown>): { fields: Record<string, unknown> } => ({ fields });
 
@@ -23,5 +23,13 @@ describe("replies shaped by the fleet's Celery version", () => {
     expect(revokedReplyText([], [5, 6, 3])).toBe('tasks set() flagged as revoked');
     expect(revokedReplyText(['a', 'b'], [5, 5, 3])).toBe("tasks {'a', 'b'} flagged as revoked");
     expect(revokedReplyText(['a', 'b'], [5, 2, 6])).toBe('tasks a, b flagged as revoked');
+  });
+
+  it("shows an unmarked first delivery's redelivered as 5.5+ does (False) or as 5.2 does (None)", () => {
+    expect(redeliveredAsFleet(null)).toBe(false);
+    expect(redeliveredAsFleet(null, [5, 5, 3])).toBe(false);
+    expect(redeliveredAsFleet(null, [5, 2, 6])).toBeNull();
+    expect(redeliveredAsFleet(true, [5, 2, 6])).toBe(true);
+    expect(redeliveredAsFleet(false, [5, 2, 6])).toBe(false);
   });
 });

@@ -32,6 +32,16 @@ export function revokedReplyText(ids: readonly string[], release: CeleryRelease 
   return `tasks ${listed} flagged as revoked`;
 }
 
+/**
+ * `delivery_info.redelivered` of a request in `inspect` replies: a transport that marks only redeliveries (Kombu's
+ * virtual ones, Redis) leaves a first delivery unmarked, which Celery 5.2.6 shows as None and 5.5+ as False
+ * (`delivery_info.get('redelivered', False)`, read in 5.5.3 and 5.6.3).
+ */
+export function redeliveredAsFleet(redelivered: boolean | null, release: CeleryRelease = NEWEST_CELERY): boolean | null {
+  if (redelivered !== null) return redelivered;
+  return compareReleases(release, [5, 5, 0]) >= 0 ? false : null;
+}
+
 function parseRelease(version: string): CeleryRelease | undefined {
   const match = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(version);
   return match ? [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)] : undefined;

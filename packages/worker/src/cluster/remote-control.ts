@@ -7,7 +7,7 @@ import type { Request } from '../worker/request';
 import { controlCommands } from '../worker/control-commands';
 import { stampValuesMatching, stampedHeadersArgument } from '../worker/revoked-stamps';
 import type { Worker } from '../worker/worker';
-import { fleetCeleryRelease, revokedReplyText } from './fleet-version';
+import { fleetCeleryRelease, redeliveredAsFleet, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
@@ -77,10 +77,21 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
     return ok(`headers defaultdict(<class 'set'>, {${matched}}) revoked`);
   };
 
-  const active: Handler = (args) => [...state.active.values()].map((request) => request.info(args['safe'] === true));
-  const reserved: Handler = () => reservedRequests(worker).map((request) => request.info());
+  // Celery 5.5+ shows a virtual transport's unmarked first delivery as redelivered False, earlier ones as None.
+  const requestInfo = (request: Request, safe = false): ReturnType<Request['info']> => {
+    const info = request.info(safe);
+    const redelivered = redeliveredAsFleet(info.delivery_info.redelivered, fleetCeleryRelease(context.gossip?.state.workers.values() ?? []));
+    return redelivered === info.delivery_info.redelivered ? info : { ...info, delivery_info: { ...info.delivery_info, redelivered } };
+  };
+  const active: Handler = (args) => [...state.active.values()].map((request) => requestInfo(request, args['safe'] === true));
+  const reserved: Handler = () => reservedRequests(worker).map((request) => requestInfo(request));
   const scheduled: Handler = () =>
-    worker.scheduled().map(({ eta, request }) => ({ eta: formatIsoDate(eta), priority: 6, request: request.info() }));
+    worker.scheduled().map(({ eta, request }) => ({
+      // Python shows the eta it read, to the microsecond.
+      eta: formatIsoDate(eta, eta.getTime() === request.message.eta?.getTime() ? request.message.etaMicroseconds : 0),
+      priority: 6,
+      request: requestInfo(request),
+    }));
   const revoked: Handler = () => [...state.revoked];
   const registered: Handler = (args) =>
     registeredTasks(app.tasks, { taskinfoitems: args['taskinfoitems'], builtins: args['builtins'], overrides: context.overrides });
@@ -141,7 +152,7 @@ export function remoteControlCommands(worker: Worker, context: ClusterContext): 
       for (const id of uniqueIds(args['ids'] ?? args['task_id'])) {
         const request = findRequest(worker, id);
         if (!request) continue;
-        result[id] = [state.active.get(id) === request ? 'active' : 'reserved', request.info()];
+        result[id] = [state.active.get(id) === request ? 'active' : 'reserved', requestInfo(request)];
       }
       return result;
     },
