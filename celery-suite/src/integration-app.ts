@@ -458,9 +458,14 @@ app.task(`${MODULE}.add_pydantic_string_annotations`, addPydantic, { params: ['d
 /** `sum(sum(num) if isinstance(num, Iterable) else num for num in nums)`. */
 app.task(`${MODULE}.xsum`, (_ctx, nums: unknown[]) => pythonSum(nums.map((num) => (Array.isArray(num) ? pythonSum(num) : num))), { params: ['nums'] });
 
-/** Upstream's UnpickleableException(foo, bar): its args are `(foo,)`. */
+/**
+ * Upstream's UnpickleableException(foo, bar), whose args are `(foo,)`, does not survive pickling (its `__init__` needs
+ * `bar`), so a Python worker stores it as Celery's `get_pickleable_exception` wraps it: an UnpickleableExceptionWrapper
+ * of (module, class name, args, repr), which the client's tests expect.
+ */
 function unpickleableException(foo: unknown): PythonException {
-  return new PythonException(MODULE, 'UnpickleableException', [foo]);
+  const repr = `UnpickleableException(${typeof foo === 'string' ? `'${foo}'` : JSON.stringify(foo)})`;
+  return new PythonException('celery.utils.serialization', 'UnpickleableExceptionWrapper', [MODULE, 'UnpickleableException', [foo], repr]);
 }
 
 app.task(
