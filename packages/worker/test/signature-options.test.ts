@@ -79,4 +79,20 @@ describe('signature options', () => {
     const message = await sent();
     expect(message.stamps).toEqual({ monitoring_id: '4242', batch: [1, 'b'] });
   });
+
+  it("a chord read from a frozen chain (its header a group with an id, as Python writes it) sends the header in that group, each time", async () => {
+    const body = { task: 'py.tsum', args: [], kwargs: {}, options: { task_id: 'body-id' }, subtask_type: null, immutable: false };
+    const header = {
+      task: 'celery.group', args: [], kwargs: { tasks: [{ task: 'py.add', args: [1, 1], kwargs: {}, options: { task_id: 'h-1', chord: body, group_index: 0 }, subtask_type: null, immutable: false }] },
+      options: { task_id: 'frozen-group', chord: body, root_id: null, parent_id: null }, subtask_type: 'group', immutable: false,
+    };
+    const json = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body }, options: {}, subtask_type: 'chord', immutable: false };
+    // A step that ran twice (its message duplicated) sends the chord twice: both header sends join the same group.
+    const withBackend = new App('client', { broker: app.conf.broker, backend: `memory://${String(seq)}` });
+    for (let run = 0; run < 2; run++) {
+      await Signature.fromJSON(json, withBackend).delay();
+      expect(await sent()).toMatchObject({ id: 'h-1', group: 'frozen-group' });
+    }
+    await withBackend.close();
+  });
 });
