@@ -7,6 +7,7 @@ import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app';
 import { Signature } from '../src/canvas/index';
+import type { SignatureJson } from '../src/protocol/index';
 import { InvalidSignatureOption } from '../src/errors';
 import { decodeTaskMessage } from '../src/protocol/index';
 
@@ -93,6 +94,18 @@ describe('signature options', () => {
       await Signature.fromJSON(json, withBackend).delay();
       expect(await sent()).toMatchObject({ id: 'h-1', group: 'frozen-group' });
     }
+    await withBackend.close();
+  });
+
+  it("a chord given a group_index (a task replaced by a group) sends its header with their own indices, as Python does", async () => {
+    const member = (id: string): SignatureJson => ({ task: 'py.add', args: [1, 1], kwargs: {}, options: { task_id: id }, subtask_type: null, immutable: false });
+    const body = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false };
+    const json = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [member('m-0'), member('m-1')], body }, options: {}, subtask_type: 'chord', immutable: false };
+    const withBackend = new App('client', { broker: app.conf.broker, backend: `memory://${String(seq)}` });
+    // What replace gives the replacing chord: the replaced member's group and index, which are the body's to keep.
+    await Signature.fromJSON(json, withBackend).applyWire([], {}, { group_index: 7, group_id: 'outer' });
+    const messages = [await sent(), await sent()].sort((a, b) => a.id.localeCompare(b.id));
+    expect(messages.map((message) => [message.id, message.groupIndex])).toEqual([['m-0', 0], ['m-1', 1]]);
     await withBackend.close();
   });
 });
