@@ -38,8 +38,9 @@ const { values } = parseArgs({
     k: { type: 'string' },
     // Runs at once: each has its own Redis server and vhost, and mostly waits on the other process.
     parallel: { type: 'string', default: '4' },
-    // pytest-timeout's limit for one test: above upstream's longest wait for a result (60 s), below a hang.
-    timeout: { type: 'string', default: '150' },
+    // pytest-timeout's limit for one test, for a hang: upstream's slowest test waits out TimeoutErrors for ~150 s
+    // (test_disabling_flag_allow_error_cb_on_chord_header), 5.2.6's immutable-errback tests ~120 s.
+    timeout: { type: 'string', default: '300' },
     'no-write': { type: 'boolean', default: false },
     // kq only, nothing written: fail when kq fails a test the Python run recorded in results.json passed.
     check: { type: 'boolean', default: false },
