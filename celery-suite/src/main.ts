@@ -44,6 +44,8 @@ const { values } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     // kq only, nothing written: fail when kq fails a test the Python run recorded in results.json passed.
     check: { type: 'boolean', default: false },
+    // Only write docs/celery-suite.md again from results.json.
+    report: { type: 'boolean', default: false },
   },
 });
 
@@ -56,6 +58,11 @@ interface Job {
 
 async function main(): Promise<void> {
   if (values.check) return check();
+  if (values.report) {
+    writeFileSync(REPORT_PATH, renderReport(loadResults(RESULTS_PATH), NOTES));
+    console.log(`Wrote ${REPORT_PATH}`);
+    return;
+  }
   const versions = values.versions.split(',').map(celeryVersion);
   const brokers = values.brokers.split(',') as BrokerKind[];
   const workers = values.worker.split(',') as WorkerKind[];
@@ -65,15 +72,17 @@ async function main(): Promise<void> {
   const jobs: Job[] = pairs.flatMap((pair) => workers.map((worker) => ({ ...pair, worker })));
   console.log(`${jobs.length} runs, ${parallel} at a time`);
   const runs = await runAll(jobs, parallel, async (job) => {
+    const ranAt = new Date().toISOString();
     const run = await runSuite({ ...job, keyword: values.k, testTimeout, log: (line) => console.log(line) });
     const results = byTest(run.outcomes);
     const passed = Object.values(results).filter((result) => result.outcome === 'passed').length;
     console.log(`Celery ${job.celery.version} × ${job.broker}, ${job.worker} worker: ${passed} of ${Object.keys(results).length} passed in ${Math.round(run.seconds)} s`);
-    return { results, seconds: run.seconds };
+    return { results, seconds: run.seconds, ranAt };
   });
   const fresh: PairResults[] = [];
   for (const { celery, broker, files } of pairs) {
     const seconds: Record<string, number> = {};
+    const ranAtBy: Record<string, string> = {};
     const results: Record<WorkerKind, PairResults['kq']> = { kq: {}, celery: {} };
     // A worker not run this time (--worker kq) keeps its last results for the pair, if they cover the same files.
     const previous = loadResults(RESULTS_PATH).find((pair) => pair.version === celery.version && pair.broker === broker && pair.files.join() === files.join());
@@ -83,12 +92,14 @@ async function main(): Promise<void> {
       if (run) {
         results[worker] = run.results;
         seconds[worker] = run.seconds;
+        ranAtBy[worker] = run.ranAt;
       } else if (previous) {
         results[worker] = previous[worker];
         seconds[worker] = previous.seconds[worker] ?? 0;
+        ranAtBy[worker] = previous.ranAtBy?.[worker] ?? previous.ranAt;
       }
     }
-    const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), seconds, kq: results.kq, celery: results.celery };
+    const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), ranAtBy, seconds, kq: results.kq, celery: results.celery };
     printVerdicts(pair);
     fresh.push(pair);
   }
