@@ -35,8 +35,27 @@ export const QUORUM_SETTINGS: Readonly<Record<string, unknown>> = {
   broker_transport_options: { confirm_publish: true },
 };
 
-export function vhostName(celery: CeleryVersion, worker: WorkerKind): string {
-  return `kq-suite-${celery.version}-${worker}`;
+/** The run's vhost: the runner's pid in it, so two runners at once (a full run, a kq rerun) never share one. */
+export function vhostName(celery: CeleryVersion, worker: WorkerKind, pid: number = process.pid): string {
+  return `kq-suite-${celery.version}-${worker}-${pid}`;
+}
+
+/** Deletes the vhosts of runners that are gone (killed before they could), never one of a runner still running. */
+async function deleteAbandonedVhosts(): Promise<void> {
+  const listed = await rabbitmqctlOutput('list_vhosts', 'name');
+  for (const name of listed.split('\n').map((line) => line.trim())) {
+    const pid = /^kq-suite-.+-(\d+)$/.exec(name)?.[1];
+    if (pid !== undefined && !processAlive(Number(pid))) await rabbitmqctl('delete_vhost', name).catch(() => undefined);
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export async function isolateRun(celery: CeleryVersion, broker: BrokerKind, worker: WorkerKind): Promise<RunIsolation> {
@@ -49,8 +68,8 @@ export async function isolateRun(celery: CeleryVersion, broker: BrokerKind, work
   }
   const vhost = vhostName(celery, worker);
   try {
-    // A vhost left by a run that was killed holds its queues: start from an empty one.
-    await rabbitmqctl('delete_vhost', vhost).catch(() => undefined);
+    // Vhosts left by runners that were killed hold their queues; this runner's own are new.
+    await deleteAbandonedVhosts().catch(() => undefined);
     await rabbitmqctl('add_vhost', vhost);
     await rabbitmqctl('set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*');
   } catch (error) {
@@ -72,8 +91,12 @@ export async function isolateRun(celery: CeleryVersion, broker: BrokerKind, work
 }
 
 async function rabbitmqctl(...args: string[]): Promise<void> {
+  await rabbitmqctlOutput(...args);
+}
+
+async function rabbitmqctlOutput(...args: string[]): Promise<string> {
   try {
-    await run('rabbitmqctl', ['-q', ...args], { timeout: 60_000 });
+    return (await run('rabbitmqctl', ['-q', ...args], { timeout: 60_000 })).stdout;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() ?? '';
     throw new Error(`rabbitmqctl ${args.join(' ')} failed (is RabbitMQ running on 127.0.0.1:5672?): ${stderr || String(error)}`, { cause: error });
