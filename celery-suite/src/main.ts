@@ -4,8 +4,9 @@
  *   pnpm test:celery-suite                                   # every version × broker, then docs/celery-suite.md
  *   pnpm test:celery-suite --versions 5.2.6 --brokers redis  # one pair, both workers
  *   pnpm test:celery-suite --versions 5.2.6 --files test_tasks.py -k retry --worker kq --no-write
+ *   pnpm test:celery-suite --versions 5.6.3 --brokers amqp -k some_test --worker celery --update   # a targeted rerun, recorded
+ *   pnpm test:celery-suite --report   # docs/celery-suite.md again from results.json
  *   pnpm test:celery-suite:ci   # CI: kq only, a quick selection, checked against the Python results recorded
-
  *
  * Upstream's files are read from ../shared/python/celery-integration, never copied into the repository.
  */
@@ -44,6 +45,8 @@ const { values } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     // kq only, nothing written: fail when kq fails a test the Python run recorded in results.json passed.
     check: { type: 'boolean', default: false },
+    // With -k: lay the tests just run over the pair's recorded results (a targeted rerun), instead of writing nothing.
+    update: { type: 'boolean', default: false },
     // Only write docs/celery-suite.md again from results.json.
     report: { type: 'boolean', default: false },
   },
@@ -81,15 +84,23 @@ async function main(): Promise<void> {
   });
   const fresh: PairResults[] = [];
   for (const { celery, broker, files } of pairs) {
-    const seconds: Record<string, number> = {};
-    const ranAtBy: Record<string, string> = {};
-    const results: Record<WorkerKind, PairResults['kq']> = { kq: {}, celery: {} };
     // A worker not run this time (--worker kq) keeps its last results for the pair, if they cover the same files.
     const previous = loadResults(RESULTS_PATH).find((pair) => pair.version === celery.version && pair.broker === broker && pair.files.join() === files.join());
+    const seconds: Record<string, number> = {};
+    const ranAtBy: Record<string, string> = {};
+    // A worker run whole again makes its earlier targeted reruns moot.
+    const rerunWhole = values.update ? [] : workers;
+    const reruns = (previous?.reruns ?? []).filter((rerun) => !rerunWhole.some((worker) => rerun.includes(`, ${worker}: `)));
+    const results: Record<WorkerKind, PairResults['kq']> = { kq: {}, celery: {} };
     for (const worker of ['kq', 'celery'] as const) {
       const index = jobs.findIndex((job) => job.celery === celery && job.broker === broker && job.worker === worker);
       const run = index >= 0 ? runs[index] : undefined;
-      if (run) {
+      if (run && values.update && previous) {
+        results[worker] = { ...previous[worker], ...run.results };
+        seconds[worker] = previous.seconds[worker] ?? 0;
+        ranAtBy[worker] = previous.ranAtBy?.[worker] ?? previous.ranAt;
+        reruns.push(...Object.keys(run.results).map((test) => `${celery.version} × ${broker}, ${worker}: ${test.replace(/^t\/integration\//, '')} (${run.ranAt.slice(0, 16).replace('T', ' ')})`));
+      } else if (run) {
         results[worker] = run.results;
         seconds[worker] = run.seconds;
         ranAtBy[worker] = run.ranAt;
@@ -99,11 +110,11 @@ async function main(): Promise<void> {
         ranAtBy[worker] = previous.ranAtBy?.[worker] ?? previous.ranAt;
       }
     }
-    const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), ranAtBy, seconds, kq: results.kq, celery: results.celery };
+    const pair: PairResults = { version: celery.version, broker, files, ranAt: new Date().toISOString(), ranAtBy, ...(reruns.length > 0 ? { reruns } : {}), seconds, kq: results.kq, celery: results.celery };
     printVerdicts(pair);
     fresh.push(pair);
   }
-  if (values['no-write'] || values.k !== undefined) return;
+  if (values['no-write'] || (values.k !== undefined && !values.update)) return;
   const merged = mergeResults(loadResults(RESULTS_PATH), fresh);
   writeFileSync(RESULTS_PATH, `${JSON.stringify(merged, null, 1)}\n`);
   writeFileSync(REPORT_PATH, renderReport(merged, NOTES));

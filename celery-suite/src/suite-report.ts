@@ -16,6 +16,8 @@ export interface PairResults {
   readonly ranAt: string;
   /** When each worker's run started (a `--worker kq` run keeps the Python results of an earlier one). */
   readonly ranAtBy?: Readonly<Record<string, string>>;
+  /** Tests rerun alone since (`-k … --update`), whose results replaced the full run's: what, on which worker, when. */
+  readonly reruns?: readonly string[];
   readonly seconds: Record<string, number>;
   readonly kq: Record<string, TestResult>;
   readonly celery: Record<string, TestResult>;
@@ -101,6 +103,9 @@ export function renderReport(pairs: readonly PairResults[], notes: string): stri
       .map((test) => ({ test, verdict: verdict(pair.kq[test], pair.celery[test]) }))
       .filter(({ verdict: result }) => result !== 'pass');
     lines.push(`## Celery ${pair.version} × ${pair.broker}: not passing on kq (${pair.ranAt.slice(0, 10)})`, '');
+    if (pair.reruns && pair.reruns.length > 0) {
+      lines.push('Rerun alone since the full runs (their results replace those of the full run):', '', ...pair.reruns.map((rerun) => `- ${rerun}`), '');
+    }
     if (notPassing.length === 0) {
       lines.push('None.', '');
       continue;
