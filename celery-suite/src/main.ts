@@ -22,10 +22,21 @@ const RESULTS_PATH = join(REPO_ROOT, 'celery-suite', 'results.json');
 const REPORT_PATH = join(REPO_ROOT, 'docs', 'celery-suite.md');
 
 const NOTES = [
-  'Both workers run at concurrency 1, as Celery\'s pytest worker does: `test_expired` and `test_revoked` assume few',
-  'worker slots. kq stores REVOKED for a queued task as soon as the revoke arrives, where Python stores it when the task',
-  'reaches the front of the queue; `test_wrong_arguments` can therefore find the slot still busy with the revoked',
-  'task\'s successor on either worker. pytest-rerunfailures is not installed, so upstream\'s `flaky` marks rerun nothing.',
+  'How it runs: every version × broker × worker is its own run, with a private Redis server (results in database 0,',
+  'the Redis broker in database 1) and, on RabbitMQ, its own vhost; the kq and Python runs of a pair, and the pairs, go',
+  'at once (`--parallel`). Celery 5.5+ on RabbitMQ runs with quorum queues, a topic default exchange and publisher',
+  'confirms (the native delayed-delivery ladder), for the client and both workers. Timings below were taken with 6 to 8',
+  'runs at once on a 2-core machine shared with other work: compare the two workers of a pair, not pairs.',
+  '',
+  'Both workers run at concurrency 1, as Celery\'s pytest worker does, and outside pytest: tests that read or change',
+  'the in-process worker\'s state (the stamping tests\' signal handlers, `worker_state.revoked_stamps.clear()`,',
+  '`caplog` of the worker\'s log, `replaced_task_nesting` read in-process) fail on the Python worker too. pytest-rerunfailures',
+  'is not installed, so upstream\'s `flaky` marks rerun nothing; tests that race the worker (`test_redis_subscribed_channels_leak`,',
+  '`test_mutable_errback_called_by_chord_from_group_fail_multiple_on_body_failure`, 5.6\'s 20-second',
+  '`test_revoked_by_headers_complex_canvas`, whose limit includes waiting for the worker to go idle) fail now on one',
+  'worker, now on the other. What this machine lacks, for both workers: `test_security.py` of 5.5+ needs cryptography',
+  '42 or later in the client (Debian 12 has 38: `not_valid_after_utc`); 5.5+\'s pydantic tasks need pydantic 2 in the',
+  'Python worker (Debian has 1.10: `model_validate`), which kq does not need.',
 ].join('\n');
 
 const argv = process.argv.slice(2).filter((arg, index) => !(index === 0 && arg === '--'));
