@@ -119,7 +119,8 @@ function decodeFields(
     args,
     kwargs,
     eta: readDate(read, 'eta', fields.eta, naiveZone),
-    ...(typeof fields.eta === 'string' ? { etaMicroseconds: subMillisecondMicros(fields.eta) } : {}),
+    // Only when the text had them: a message kq wrote (whole milliseconds) decodes as before.
+    ...(typeof fields.eta === 'string' && subMillisecondMicros(fields.eta) !== 0 ? { etaMicroseconds: subMillisecondMicros(fields.eta) } : {}),
     expires: readDate(read, 'expires', fields.expires, naiveZone),
     retries: read.optionalCount('retries', fields.retries) ?? 0,
     timeLimit,

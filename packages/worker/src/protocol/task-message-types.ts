@@ -18,7 +18,7 @@ export interface TaskMessage {
   args: unknown[];
   kwargs: Record<string, unknown>;
   eta: Date | null;
-  /** The microseconds past the millisecond (0-999) of the sender's `eta` text, which the Date drops. */
+  /** The microseconds past the millisecond (1-999) of the sender's `eta` text, which the Date drops; absent when none. */
   etaMicroseconds?: number;
   expires: Date | null;
   retries: number;
