@@ -37,6 +37,15 @@ const NOTES = [
   'worker, now on the other. What this machine lacks, for both workers: `test_security.py` of 5.5+ needs cryptography',
   '42 or later in the client (Debian 12 has 38: `not_valid_after_utc`); 5.5+\'s pydantic tasks need pydantic 2 in the',
   'Python worker (Debian has 1.10: `model_validate`), which kq does not need.',
+  '',
+  'Still failing on kq where Python passed: 5.6.3 × Redis `test_revoked_by_headers_complex_canvas`, a timing. Its 20-s',
+  'limit covers the test and the teardown\'s wait until the worker is idle; each of its two rounds applies 11 canvases',
+  'around one stamped `sleeping(4)` (revoked by stamped header, which kq now implements: every canvas raises',
+  'TaskRevokedError on kq as on Python) and up to 15 unstamped `sleeping(2)` tasks. In the runs watched, kq ran 5 of',
+  'those per round within the test and Python 3 (the rest still queued when the test ended), so kq took 20.1–20.8 s',
+  'and Python 16.7 s. Tried: the stamps are now sent with stamped chord bodies and chain steps (kq ran the stamped task',
+  'too before, 24 s); nothing was changed to slow kq\'s prefetch down to Python\'s pace. On 5.6.3 × RabbitMQ Python',
+  'timed out on it as well.',
 ].join('\n');
 
 const argv = process.argv.slice(2).filter((arg, index) => !(index === 0 && arg === '--'));
