@@ -16,6 +16,7 @@ export default defineConfig({
       '@kq/test-harness/redis-cluster': src('./test-harness/src/redis-cluster.ts'),
       '@kq/test-harness/rabbit-cluster': src('./test-harness/src/rabbit-cluster.ts'),
       '@kq/test-harness/postgres-node': src('./test-harness/src/postgres-node.ts'),
+      '@kq/test-harness/private-redis-server': src('./test-harness/src/private-redis-server.ts'),
       '@kq/test-harness': src('./test-harness/src/index.ts'),
     },
   },

@@ -11,9 +11,10 @@ export default defineConfig([
     shims: true,
   },
   {
-    // Private Redis Clusters, RabbitMQ nodes and clusters and PostgreSQL servers for the fault suite, the benchmark and the cluster tests,
+    // Private Redis servers and Clusters, RabbitMQ nodes and clusters and PostgreSQL servers for the fault suite, the benchmark,
+    // the Celery suite and the cluster tests,
     // importable without the suite (and vitest).
-    entry: ['src/redis-cluster.ts', 'src/rabbit-cluster.ts', 'src/postgres-node.ts'],
+    entry: ['src/redis-cluster.ts', 'src/rabbit-cluster.ts', 'src/postgres-node.ts', 'src/private-redis-server.ts'],
     format: ['esm'],
     dts: true,
     sourcemap: true,

@@ -5,6 +5,11 @@ a Python worker inside pytest. The harness runs the worker itself (a kq worker, 
 this plugin swaps that fixture, before the conftest imports it, for one that starts no worker and checks that exactly
 the expected nodes answer ``inspect ping`` (so no stray Python worker can run the tests in kq's place). It also writes
 each test's outcome as a JSON line for the runner (``KQ_SUITE_REPORT``).
+
+Isolation, so several runs go at once: each run has a private Redis server (``REDIS_PORT``), which 5.2.6's conftest
+cannot be told (its ``get_redis_connection`` names only the host), and client settings of its own
+(``KQ_SUITE_CELERY_CONFIG``, JSON: the RabbitMQ quorum / topic settings), which the conftest's ``celery_config`` cannot
+be given either.
 """
 import json
 import os
@@ -14,6 +19,7 @@ import time
 import celery.contrib.pytest as celery_pytest
 import pytest
 from celery.utils.nodenames import anon_nodename
+from kq_suite_settings import CONFIG_OVERRIDES, use_private_redis
 
 # Which worker the runner started: 'kq' (the suite under test) or 'celery' (the Python baseline).
 WORKER_SOFTWARE = os.environ.get('KQ_SUITE_WORKER', '')
@@ -59,6 +65,22 @@ def celery_session_worker(celery_session_app):
 # The conftest does `from celery.contrib.pytest import celery_session_worker`: it must find this fixture instead.
 celery_pytest.celery_session_worker = celery_session_worker
 
+# Every app the pytest plugin makes (the session's and each test's) gets the run's settings over the conftest's.
+_create_app = celery_pytest._create_app
+
+
+def _create_app_with_overrides(**kwargs):
+    return _create_app(**{**kwargs, **CONFIG_OVERRIDES})
+
+
+celery_pytest._create_app = _create_app_with_overrides
+
+
+def pytest_plugin_registered(plugin, manager):
+    # The conftest is registered before any test module imports `get_redis_connection` from it.
+    if getattr(plugin, '__name__', '') == 't.integration.conftest':
+        use_private_redis(plugin)
+
 
 def pytest_runtest_logreport(report):
     if not REPORT_PATH:
@@ -75,7 +97,12 @@ def pytest_runtest_logreport(report):
             elif isinstance(report.longrepr, tuple):
                 message = str(report.longrepr[2])
             else:
-                message = str(report.longrepr)
+                message = str(report.longrepr or '')
+        xfail = getattr(report, 'wasxfail', None)
+        if xfail is not None:
+            # Upstream marks it xfail: failing is expected (pytest says skipped), passing is an xpass.
+            state = 'xpassed' if report.outcome == 'passed' else 'xfailed'
+            message = f'{state} (upstream xfail: {xfail}){": " + message.splitlines()[0] if message else ""}' 
         with open(REPORT_PATH, 'a', encoding='utf-8') as sink:
             sink.write(json.dumps({
                 'nodeid': report.nodeid,

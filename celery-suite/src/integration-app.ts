@@ -3,9 +3,11 @@
  * integration suite can run against a kq worker. Each task does what its Python twin does, step for step; where
  * Python semantics matter (`x + y` on lists or strings, `sum`, `"%s" % None`) they are spelled out.
  *
- * Configured by environment, as upstream's conftest is: TEST_BROKER, TEST_BACKEND, REDIS_HOST.
+ * Configured by environment, as upstream's conftest is: TEST_BROKER, TEST_BACKEND, REDIS_HOST and REDIS_PORT; and by
+ * the harness's KQ_SUITE_CELERY_CONFIG (Celery settings as JSON, the ones the run's client and Python worker get too).
  */
 import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import {
@@ -23,20 +25,29 @@ import {
   type SignatureJson,
   type TaskContext,
 } from '@kq/worker';
+import { signingSettings, trustTestCertificates } from './suite-signing';
 
 const MODULE = 't.integration.tasks';
+
+/** test_security.py: the worker's own key and certificate (made by the runner), and the folder of the test's. */
+const signingDir = process.env['KQ_SUITE_SIGNING_DIR'];
+const ownCertificate = signingDir ? { key: join(signingDir, 'worker-own.key'), certificate: join(signingDir, 'worker-own.pem') } : undefined;
 
 export const app = new App('celery_suite', {
   broker: process.env['TEST_BROKER'] ?? 'redis://127.0.0.1:6379/1',
   backend: process.env['TEST_BACKEND'] ?? 'redis://127.0.0.1:6379/1',
   // As the version's conftest configures its client (5.5+ sets result_extended).
   resultExtended: process.env['KQ_SUITE_RESULT_EXTENDED'] === '1',
+  ...(JSON.parse(process.env['KQ_SUITE_CELERY_CONFIG'] ?? '{}') as Record<`${string}_${string}`, unknown>),
+  ...(ownCertificate ? signingSettings(ownCertificate) : {}),
 });
+if (ownCertificate) trustTestCertificates(ownCertificate, process.env['TMPDIR'] ?? '/tmp');
 
-/** Upstream's `get_redis_connection()`: `StrictRedis(host=REDIS_HOST)`, database 0. */
+/** Upstream's `get_redis_connection()`: `StrictRedis(host=REDIS_HOST, port=REDIS_PORT)`, database 0. */
 let redisConnection: Redis | undefined;
 function redis(): Redis {
-  redisConnection ??= new Redis({ host: process.env['REDIS_HOST'] ?? '127.0.0.1', lazyConnect: false, maxRetriesPerRequest: 3 });
+  const port = Number(process.env['REDIS_PORT'] ?? '6379');
+  redisConnection ??= new Redis({ host: process.env['REDIS_HOST'] ?? '127.0.0.1', port, lazyConnect: false, maxRetriesPerRequest: 3 });
   return redisConnection;
 }
 
@@ -426,12 +437,35 @@ app.task(
 
 app.task(`${MODULE}.mul`, (_ctx, x: number, y: number) => x * y, { params: ['x', 'y'] });
 
+/**
+ * `@shared_task(pydantic=True)`: the dict argument is validated as `AddParameterModel` (`x: int`, `y: int`; pydantic
+ * accepts an integral float or a numeric string for an int) and the `AddResultModel` returned is stored dumped.
+ */
+function addPydantic(_ctx: TaskContext, data: unknown): { result: number } {
+  const field = (name: 'x' | 'y'): number => {
+    const value = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[name] : undefined;
+    const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+    if (typeof number !== 'number' || !Number.isInteger(number)) {
+      throw new PythonException('pydantic_core._pydantic_core', 'ValidationError', [`1 validation error for AddParameterModel\n${name}\n  Input should be a valid integer`]);
+    }
+    return number;
+  };
+  return { result: field('x') + field('y') };
+}
+app.task(`${MODULE}.add_pydantic`, addPydantic, { params: ['data'] });
+app.task(`${MODULE}.add_pydantic_string_annotations`, addPydantic, { params: ['data'] });
+
 /** `sum(sum(num) if isinstance(num, Iterable) else num for num in nums)`. */
 app.task(`${MODULE}.xsum`, (_ctx, nums: unknown[]) => pythonSum(nums.map((num) => (Array.isArray(num) ? pythonSum(num) : num))), { params: ['nums'] });
 
-/** Upstream's UnpickleableException(foo, bar): its args are `(foo,)`. */
+/**
+ * Upstream's UnpickleableException(foo, bar), whose args are `(foo,)`, does not survive pickling (its `__init__` needs
+ * `bar`), so a Python worker stores it as Celery's `get_pickleable_exception` wraps it: an UnpickleableExceptionWrapper
+ * of (module, class name, args, repr), which the client's tests expect.
+ */
 function unpickleableException(foo: unknown): PythonException {
-  return new PythonException(MODULE, 'UnpickleableException', [foo]);
+  const repr = `UnpickleableException(${typeof foo === 'string' ? `'${foo}'` : JSON.stringify(foo)})`;
+  return new PythonException('celery.utils.serialization', 'UnpickleableExceptionWrapper', [MODULE, 'UnpickleableException', [foo], repr]);
 }
 
 app.task(

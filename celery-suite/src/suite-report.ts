@@ -14,6 +14,10 @@ export interface PairResults {
   readonly broker: string;
   readonly files: readonly string[];
   readonly ranAt: string;
+  /** When each worker's run started (a `--worker kq` run keeps the Python results of an earlier one). */
+  readonly ranAtBy?: Readonly<Record<string, string>>;
+  /** Tests rerun alone since (`-k … --update`), whose results replaced the full run's: what, on which worker, when. */
+  readonly reruns?: readonly string[];
   readonly seconds: Record<string, number>;
   readonly kq: Record<string, TestResult>;
   readonly celery: Record<string, TestResult>;
@@ -69,8 +73,8 @@ export function renderReport(pairs: readonly PairResults[], notes: string): stri
     '',
     '## Summary',
     '',
-    '| Celery | broker | file | pass | fail | fails on Python too | skipped | Python passes | run (kq / Python) |',
-    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| Celery | broker | file | pass | fail | fails on Python too | skipped | Python passes | run (kq / Python) | started (kq / Python, UTC) |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |',
   ];
   for (const pair of pairs) {
     const tests = [...new Set([...Object.keys(pair.kq), ...Object.keys(pair.celery)])];
@@ -84,8 +88,9 @@ export function renderReport(pairs: readonly PairResults[], notes: string): stri
         total += 1;
       }
       const seconds = `${Math.round(pair.seconds['kq'] ?? 0)} s / ${Math.round(pair.seconds['celery'] ?? 0)} s`;
+      const started = (worker: string): string => (pair.ranAtBy?.[worker] ?? pair.ranAt).slice(0, 16).replace('T', ' ');
       lines.push(
-        `| ${pair.version} | ${pair.broker} | ${file} | ${counts.pass} | ${counts.fail} | ${counts['fails on Python too']} | ${counts.skipped} | ${pythonPasses} of ${total} | ${seconds} |`,
+        `| ${pair.version} | ${pair.broker} | ${file} | ${counts.pass} | ${counts.fail} | ${counts['fails on Python too']} | ${counts.skipped} | ${pythonPasses} of ${total} | ${seconds} | ${started('kq')} / ${started('celery')} |`,
       );
     }
   }
@@ -98,6 +103,9 @@ export function renderReport(pairs: readonly PairResults[], notes: string): stri
       .map((test) => ({ test, verdict: verdict(pair.kq[test], pair.celery[test]) }))
       .filter(({ verdict: result }) => result !== 'pass');
     lines.push(`## Celery ${pair.version} × ${pair.broker}: not passing on kq (${pair.ranAt.slice(0, 10)})`, '');
+    if (pair.reruns && pair.reruns.length > 0) {
+      lines.push('Rerun alone since the full runs (their results replace those of the full run):', '', ...pair.reruns.map((rerun) => `- ${rerun}`), '');
+    }
     if (notPassing.length === 0) {
       lines.push('None.', '');
       continue;

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { HARNESS_PYTHON, REPO_ROOT, type BrokerKind, type CeleryVersion } from './celery-versions';
+import { isolateRun, type RunIsolation } from './run-isolation';
+import { makeWorkerCertificate } from './suite-signing';
+import type { WorkerKind } from './worker-kind';
 
-/** Which worker runs the tasks: kq (under test) or Python Celery of the same version (the baseline). */
-export type WorkerKind = 'kq' | 'celery';
+export type { WorkerKind } from './worker-kind';
 
 export interface TestOutcome {
   readonly nodeid: string;
@@ -22,6 +23,8 @@ export interface SuiteRunOptions {
   readonly files: readonly string[];
   /** pytest's `-k`, to run a few tests while working on one. */
   readonly keyword?: string | undefined;
+  /** pytest-timeout's limit for one test, in seconds: a hung test fails alone instead of holding the run. */
+  readonly testTimeout: number;
   readonly log: (line: string) => void;
 }
 
@@ -32,40 +35,60 @@ export interface SuiteRunResult {
   readonly logDir: string;
 }
 
-/** Private Redis databases for the broker (inspect ping must reach the run's own worker only). */
-const REDIS_DB: Record<WorkerKind, number> = { kq: 1, celery: 4 };
 const PYTHON = '/usr/bin/python3';
 
-export function brokerUrls(broker: BrokerKind, worker: WorkerKind): { broker: string; backend: string } {
-  // Results in database 0, where upstream's tests read the backend's keys with their own connection
-  // (test_chord_on_error reads a chord's <gid>.j); result keys are unique ids, and inspect goes through the broker.
-  const backend = 'redis://127.0.0.1:6379/0';
-  if (broker === 'redis') return { broker: `redis://127.0.0.1:6379/${REDIS_DB[worker]}`, backend };
-  return { broker: 'amqp://guest:guest@127.0.0.1:5672//', backend };
+/** Every child of every run under way, killed if the runner itself is stopped (else a stray worker answers pings). */
+const liveChildren = new Set<ChildProcess>();
+let signalsHandled = false;
+
+function killChildrenOnSignal(): void {
+  if (signalsHandled) return;
+  signalsHandled = true;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    for (const child of liveChildren) child.kill('SIGKILL');
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
 }
 
 /**
  * Runs the selected upstream test files once: pytest first (our plugin replaces celery_session_worker), then the
  * worker named as upstream's in-process worker would be (`gen<pytest pid>@<host>`, which test_inspect.py expects),
- * at concurrency 1 like Celery's pytest worker. Returns each test's outcome.
+ * at concurrency 1 like Celery's pytest worker. The run has its own Redis server and vhost (run-isolation.ts), so
+ * other runs may go at the same time. Returns each test's outcome.
  */
 export async function runSuite(options: SuiteRunOptions): Promise<SuiteRunResult> {
-  const { celery, broker, worker, files } = options;
+  const { celery, broker, worker } = options;
+  killChildrenOnSignal();
   const logDir = mkdtempSync(join(tmpdir(), `celery-suite-${celery.version}-${broker}-${worker}-`));
+  const isolation = await isolateRun(celery, broker, worker);
+  try {
+    return await runIsolated(options, isolation, logDir);
+  } finally {
+    await isolation.close();
+  }
+}
+
+async function runIsolated(options: SuiteRunOptions, isolation: RunIsolation, logDir: string): Promise<SuiteRunResult> {
+  const { celery, broker, worker, files } = options;
   const reportPath = join(logDir, 'outcomes.jsonl');
-  const urls = brokerUrls(broker, worker);
-  await flushRedisDb(REDIS_DB[worker]);
-  const pythonPath = [...celery.pythonPath, HARNESS_PYTHON, celery.integrationRoot].join(':');
+  // tempfile's folder: what a test writes there (test_security's certificates) stays in the run's own folder.
+  const testTmp = join(logDir, 'tmp');
+  mkdirSync(testTmp);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    PYTHONPATH: pythonPath,
+    PYTHONPATH: [...celery.pythonPath, HARNESS_PYTHON, celery.integrationRoot].join(':'),
     PYTHONDONTWRITEBYTECODE: '1',
-    TEST_BROKER: pythonBrokerUrl(urls.broker),
-    TEST_BACKEND: urls.backend,
+    TMPDIR: testTmp,
+    TEST_BROKER: isolation.pythonBrokerUrl,
+    TEST_BACKEND: isolation.backendUrl,
     REDIS_HOST: '127.0.0.1',
+    REDIS_PORT: String(isolation.redisPort),
     KQ_SUITE_WORKER: worker,
     KQ_SUITE_REPORT: reportPath,
     KQ_SUITE_RESULT_EXTENDED: celery.resultExtended ? '1' : '0',
+    KQ_SUITE_CELERY_CONFIG: JSON.stringify(isolation.celeryConfig),
   };
   const started = Date.now();
   const pytestArgs = [
@@ -73,31 +96,28 @@ export async function runSuite(options: SuiteRunOptions): Promise<SuiteRunResult
     // Celery's setup.cfg: its test classes are named test_*.
     '-o', 'python_classes=test_*',
     '--rootdir', celery.integrationRoot,
-    '--timeout', '300',
+    '--timeout', String(options.testTimeout),
+    // Where the time goes, in pytest.log.
+    '--durations', '25',
     '-q', '-rN',
     ...(options.keyword ? ['-k', options.keyword] : []),
     ...files.map((file) => join(celery.integrationRoot, 't', 'integration', file)),
   ];
-  const pytest = spawn(PYTHON, pytestArgs, { cwd: logDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (worker === 'kq' && files.includes('test_security.py')) {
+    // test_security.py sends signed tasks: the kq worker accepts them, trusting the certificate the test makes.
+    env['KQ_SUITE_SIGNING_DIR'] = logDir;
+    await makeWorkerCertificate(logDir);
+  }
+  const pytest = track(spawn(PYTHON, pytestArgs, { cwd: logDir, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   pipeTo(pytest, join(logDir, 'pytest.log'));
   const nodeName = `gen${pytest.pid ?? 0}@${hostname()}`;
-  options.log(`  ${worker} worker ${nodeName}, logs in ${logDir}`);
-  const workerProcess = worker === 'kq' ? startKqWorker(nodeName, urls, env) : startPythonWorker(nodeName, env);
+  options.log(`  ${celery.version} × ${broker}: ${worker} worker ${nodeName}, logs in ${logDir}`);
+  const workerProcess = track(worker === 'kq' ? startKqWorker(nodeName, isolation, env) : startPythonWorker(nodeName, env, testTmp));
   pipeTo(workerProcess, join(logDir, 'worker.log'));
-  // Stopped itself (Ctrl+C, SIGTERM): take the worker and pytest along, or a stray worker answers the next run's ping.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    pytest.kill('SIGKILL');
-    workerProcess.kill('SIGKILL');
-    process.kill(process.pid, signal);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
   let exitCode: number | null;
   try {
     exitCode = await exited(pytest);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     await stop(workerProcess);
   }
   // 3: our plugin found the wrong worker (or none) answering; 4: pytest's usage error. Either way no outcome counts.
@@ -108,36 +128,27 @@ export async function runSuite(options: SuiteRunOptions): Promise<SuiteRunResult
   return { outcomes: readOutcomes(reportPath), seconds: (Date.now() - started) / 1000, logDir };
 }
 
-function startKqWorker(nodeName: string, urls: { broker: string; backend: string }, env: NodeJS.ProcessEnv): ChildProcess {
+function startKqWorker(nodeName: string, isolation: RunIsolation, env: NodeJS.ProcessEnv): ChildProcess {
   const args = [
     join(REPO_ROOT, 'packages', 'worker', 'bin', 'kq.js'), 'worker',
     '-A', join(REPO_ROOT, 'celery-suite', 'src', 'integration-app.ts'),
-    '-b', urls.broker, '--result-backend', urls.backend,
+    '-b', isolation.brokerUrl, '--result-backend', isolation.backendUrl,
     '-c', '1', '-n', nodeName, '-l', 'info',
   ];
-  return spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...env, TEST_BROKER: urls.broker }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...env, TEST_BROKER: isolation.brokerUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-function startPythonWorker(nodeName: string, env: NodeJS.ProcessEnv): ChildProcess {
+function startPythonWorker(nodeName: string, env: NodeJS.ProcessEnv, cwd: string): ChildProcess {
   // Upstream's pytest worker: the prefork pool (its conftest's celery_worker_pool) with one process. (A solo pool
   // cannot enforce soft time limits, which test_chord_soft_timeout_recuperation needs.)
   const args = ['-m', 'celery', '-A', 'python_worker_app', 'worker', '-P', 'prefork', '-c', '1', '-n', nodeName, '-l', 'info', '--without-mingle', '--without-gossip'];
-  return spawn(PYTHON, args, { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(PYTHON, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Kombu spells RabbitMQ's URL with pyamqp://. */
-function pythonBrokerUrl(url: string): string {
-  return url.startsWith('amqp://') ? `py${url}` : url;
-}
-
-async function flushRedisDb(db: number): Promise<void> {
-  const redis = new Redis({ host: '127.0.0.1', port: 6379, db, lazyConnect: true });
-  try {
-    await redis.connect();
-    await redis.flushdb();
-  } finally {
-    redis.disconnect();
-  }
+function track(child: ChildProcess): ChildProcess {
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
+  return child;
 }
 
 function pipeTo(child: ChildProcess, path: string): void {

@@ -80,7 +80,7 @@ export {
 export { importOptionalPackage, isModuleNotFound, type ImportOptionalOptions } from './optional-package';
 export { Connection, declareEntity, type ConnectionEvents, type ConnectionOptions, type Entity } from './connection';
 export { backoffCountdown } from './exponential-backoff';
-export { formatIsoDatetime, parseIsoDatetime, type IsoDatetimeParse } from './iso-datetime';
+export { formatIsoDatetime, parseIsoDatetime, subMillisecondMicros, type IsoDatetimeParse } from './iso-datetime';
 export { DEFAULT_RETRY_POLICY, retryAfterFailure, retryDelay, retryOver, type RetryHooks, type RetryPolicy } from './retry-policy';
 export { Producer, type MessagePublishParams, type ProducerOptions, type PublishParams } from './producer';
 export { DEFAULT_MAX_MESSAGE_SIZE, assertMessageSize } from './message-size';
@@ -98,7 +98,7 @@ export { brandClass, isBrandedInstance } from './class-brand';
 export { processWide } from './process-wide';
 export { hasDeadLetters, type DeadLetter, type DeadLetterBox, type DeadLetterCapable, type DeadLetterQuery } from './dead-letters';
 
-export { pythonRepr, pythonTupleRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
+export { pythonRepr, pythonTupleRepr, pythonSetRepr, pythonExceptionRepr, pythonStringRepr } from './python-repr';
 export { comparePythonStrings } from './python-string-order';
 export {
   pyJson,

@@ -4,15 +4,25 @@
  * DecodeError, EncodeError), so these functions return it instead of throwing.
  */
 
-/** Python's `datetime.isoformat()` of an aware UTC datetime; undefined for a Date Python cannot hold (NaN, years outside 1..9999). */
-export function formatIsoDatetime(date: Date): string | undefined {
+/**
+ * Python's `datetime.isoformat()` of an aware UTC datetime; undefined for a Date Python cannot hold (NaN, years outside
+ * 1..9999). A Date has milliseconds: `microseconds` (0-999) gives back the rest of a time read from Python's text.
+ */
+export function formatIsoDatetime(date: Date, microseconds = 0): string | undefined {
   if (Number.isNaN(date.getTime())) return undefined;
   const year = date.getUTCFullYear();
   if (year < 1 || year > 9999) return undefined;
-  // Python writes six fraction digits whenever microseconds are nonzero; a Date has milliseconds.
+  // Python writes six fraction digits whenever microseconds are nonzero.
   const iso = date.toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ for years 0..9999
   const seconds = iso.slice(0, 19);
-  return date.getUTCMilliseconds() === 0 ? `${seconds}+00:00` : `${seconds}.${iso.slice(20, 23)}000+00:00`;
+  const micros = Math.trunc(microseconds) % 1000;
+  return date.getUTCMilliseconds() === 0 && micros === 0 ? `${seconds}+00:00` : `${seconds}.${iso.slice(20, 23)}${String(micros).padStart(3, '0')}+00:00`;
+}
+
+/** The microseconds past the millisecond (0-999) in a Python datetime's text, which a Date drops. */
+export function subMillisecondMicros(text: string): number {
+  const fraction = /T\d\d:\d\d(?::\d\d)?[.,](\d+)/.exec(text)?.[1] ?? '';
+  return Number(fraction.padEnd(6, '0').slice(3, 6));
 }
 
 /** A parsed datetime, or why the text is not one (a phrase to put after the text in an error message). */

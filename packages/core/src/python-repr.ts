@@ -16,6 +16,13 @@ export function pythonTupleRepr(values: readonly unknown[], maxLength = Infinity
   return text.length > maxLength ? `${text.slice(0, Math.max(0, maxLength - 3))}...` : text;
 }
 
+/** `repr(set(values))`: `{'a', 'b'}`, and `set()` for none (Python has no `{}` set literal). */
+export function pythonSetRepr(values: Iterable<unknown>): string {
+  const seen = new Set<unknown>();
+  const inner = [...new Set(values)].map((value) => repr(value, seen));
+  return inner.length === 0 ? 'set()' : `{${inner.join(', ')}}`;
+}
+
 /** `repr(exception)` as Python prints it: `ValueError('kaboom')`. */
 export function pythonExceptionRepr(name: string, message: string): string {
   return `${name}(${pythonStringRepr(message)})`;

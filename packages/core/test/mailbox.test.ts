@@ -8,7 +8,7 @@ import { globToRegExp } from '../src/glob-pattern';
 import { matchNode } from '../src/mailbox/node-matcher';
 import { MemoryBroker } from '../src/memory/memory-broker';
 import { Producer } from '../src/producer';
-import { pythonExceptionRepr, pythonTupleRepr } from '../src/python-repr';
+import { pythonExceptionRepr, pythonSetRepr, pythonTupleRepr } from '../src/python-repr';
 
 describe('Mailbox on the memory transport', () => {
   let connection: Connection;
@@ -164,5 +164,7 @@ describe('python repr', () => {
     expect(pythonTupleRepr(['x'])).toBe("('x',)");
     expect(pythonTupleRepr([{ a: [true, null] }, "it's"])).toBe(`({'a': [True, None]}, "it's")`);
     expect(pythonExceptionRepr('ValueError', 'kaboom')).toBe("ValueError('kaboom')");
+    expect(pythonSetRepr(['a', 'b', 'a'])).toBe("{'a', 'b'}");
+    expect(pythonSetRepr([])).toBe('set()');
   });
 });

@@ -52,6 +52,20 @@ describe('canvas as Celery records it', () => {
     expect((header as GroupResult).results.map((member) => member.id)).toContain(bodyParent);
   });
 
+  it("a chord whose body is a group fails each body task with the header's own error (Celery 5.6), never leaving them pending", async () => {
+    const add = app.task('t.add', (_ctx, x: number, y: number) => x + y);
+    const fail = app.task('t.fail', () => {
+      throw new PythonException('t.integration.tasks', 'ExpectedException', ['Task expected to fail']);
+    });
+    await start();
+    const result = await chain(group([add.si(15, 7), fail.si()]), group([add.si(9, 7), add.si(5, 7)])).delay();
+    expect(result).toBeInstanceOf(GroupResult);
+    const members = (result as unknown as GroupResult).results;
+    for (const member of members) {
+      await expect(member.get({ timeout: 5000 })).rejects.toMatchObject({ excType: 'ExpectedException' });
+    }
+  });
+
   it("a task returning an AsyncResult or a GroupResult stores its asTuple(), as Celery's prepare_value does", async () => {
     const add = app.task('t.add', (_ctx, x: number, y: number) => x + y);
     let sentChain: AsyncResult | undefined;

@@ -3,10 +3,12 @@
 // 5.2.6).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app/app';
+import { clusterOf } from '../src/cluster/cluster-context';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { queueControlOf } from '../src/cluster/queue-control';
 import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
+import { encodeTaskMessage } from '../src/protocol/index';
 import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, sleep, waitFor } from './fixtures/cluster/helpers';
 
@@ -98,16 +100,21 @@ describe('remote-control commands of a kq worker', () => {
     const reserved = (await call('reserved')) as Array<Record<string, unknown>>;
     expect(reserved.map((r) => r['id'])).toEqual(['wait-1']);
     expect(reserved[0]).toMatchObject({ time_start: null, acknowledged: false, worker_pid: null });
-    // As Celery 5.2.6 on Redis (wire-samples/redis-5.2.6-inspect-control-replies.txt): a virtual transport marks only
-    // restored messages, so `redelivered` is None, not False.
-    const golden = { exchange: '', routing_key: 'celery', priority: 0, redelivered: null };
+    // A virtual transport marks only restored messages: Celery 5.5+ shows a first delivery's `redelivered` as False
+    // (what kq answers when it knows of no Python worker)...
+    const golden = { exchange: '', routing_key: 'celery', priority: 0, redelivered: false };
     expect(active[0]?.['delivery_info']).toEqual(golden);
     expect(Object.keys(active[0]?.['delivery_info'] as object)).toEqual(Object.keys(golden));
     expect(reserved[0]?.['delivery_info']).toEqual(golden);
+    // ...and 5.2.6 as None (wire-samples/redis-5.2.6-inspect-control-replies.txt), when a 5.2 worker is in the fleet.
+    const gossip = clusterOf(worker)?.gossip;
+    gossip?.state.event({ type: 'worker-heartbeat', hostname: 'py52@test', timestamp: Date.now() / 1000, local_received: Date.now() / 1000, clock: 1, utcoffset: 0, pid: 1, freq: 60, sw_ident: 'py-celery', sw_ver: '5.2.6' });
+    expect(((await call('reserved')) as Array<Record<string, unknown>>)[0]?.['delivery_info']).toEqual({ ...golden, redelivered: null });
+    gossip?.state.workers.delete('py52@test');
 
     const scheduled = (await call('scheduled')) as Array<Record<string, unknown>>;
     expect(scheduled).toHaveLength(1);
-    expect(scheduled[0]).toMatchObject({ priority: 6, request: { id: 'eta-1', name: 'add', args: [7, 7], delivery_info: { redelivered: null } } });
+    expect(scheduled[0]).toMatchObject({ priority: 6, request: { id: 'eta-1', name: 'add', args: [7, 7], delivery_info: { redelivered: false } } });
     expect(String(scheduled[0]?.['eta'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/);
 
     expect(await call('query_task', { ids: ['run-1', 'wait-1', 'unknown'] })).toMatchObject({
@@ -120,19 +127,52 @@ describe('remote-control commands of a kq worker', () => {
     expect(await call('revoke', { task_id: 'run-1', terminate: true, signal: 'SIGKILL' })).toEqual({ ok: 'terminate: run-1' });
     expect(await running.get({ timeout: 5000, propagate: false })).toMatchObject({ exc_type: 'TaskRevokedError' });
     expect(await waiting.get({ timeout: 5000 })).toBe(10);
-    expect(await call('revoke', { task_id: ['eta-1'] })).toEqual({ ok: 'tasks eta-1 flagged as revoked' });
+    // No Python peer known: answered as the newest Celery (5.6, like 5.5) does, with the ids as a Python set.
+    expect(await call('revoke', { task_id: ['eta-1'] })).toEqual({ ok: "tasks {'eta-1'} flagged as revoked" });
     expect(later.id).toBe('eta-1');
   });
 
   it('revoke takes a string or a list, terminate checks its signal, revoked lists them oldest first', async () => {
-    expect(await call('revoke', { task_id: 'r-1' })).toEqual({ ok: 'tasks r-1 flagged as revoked' });
+    expect(await call('revoke', { task_id: 'r-1' })).toEqual({ ok: "tasks {'r-1'} flagged as revoked" });
+    // A Celery 5.2 worker in the fleet (its heartbeat's sw_ver): answered as 5.2 does, the ids joined.
+    const gossip = clusterOf(worker)?.gossip;
+    expect(gossip).toBeDefined();
+    gossip?.state.event({ type: 'worker-heartbeat', hostname: 'py@test', timestamp: Date.now() / 1000, local_received: Date.now() / 1000, clock: 1, utcoffset: 0, pid: 1, freq: 60, sw_ident: 'py-celery', sw_ver: '5.2.6' });
     expect(await call('revoke', { task_id: ['r-2', 'r-3', 'r-2'], terminate: false, signal: 'SIGTERM' })).toEqual({ ok: 'tasks r-2, r-3 flagged as revoked' });
+    gossip?.state.workers.delete('py@test');
     expect(await call('revoke', { task_id: ['r-4'], terminate: true })).toEqual({ ok: 'terminate: tasks unknown' });
     expect(await call('terminate', { signal: 'term', task_id: 'r-5' })).toEqual({ error: "TypeError('signal name must be uppercase string.')" });
     expect(await call('terminate', { signal: 'NOPE', task_id: 'r-5' })).toEqual({ error: `AttributeError("module 'signal' has no attribute 'SIGNOPE'")` });
     // As in Python, the ids are revoked before the signal is looked at.
     const revoked = (await call('revoked')) as string[];
     expect(revoked.slice(-5)).toEqual(['r-1', 'r-2', 'r-3', 'r-4', 'r-5']);
+  });
+
+  it('revoke_by_stamped_headers revokes the tasks stamped with a value, queued or running (Celery 5.3+)', async () => {
+    expect(await call('revoke_by_stamped_headers', { headers: { monitoring_id: ['m-1'] } })).toEqual({
+      ok: "headers {'monitoring_id': ['m-1']} flagged as revoked, but not terminated",
+    });
+    // From the command line: key=value strings.
+    expect(await call('revoke_by_stamped_headers', { headers: ['batch=b-1'], terminate: false })).toEqual({ ok: "headers {'batch': 'b-1'} flagged as revoked, but not terminated" });
+    const channel = await app.connection.channel();
+    // Stamped as a Celery 5.3+ client stamps (stamped_headers + stamps headers), published raw.
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-1', args: [1, 1], stamps: { monitoring_id: 'm-1' } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-2', args: [1, 1], stamps: { monitoring_id: ['x', 'm-1'] } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-3', args: [2, 2], stamps: { monitoring_id: 'm-2' } }));
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'add', id: 'st-4', args: [3, 3], stamps: { batch: 4242 } }));
+    for (const id of ['st-1', 'st-2']) expect(await (await app.asyncResult(id)).get({ timeout: 5000, propagate: false })).toMatchObject({ exc_type: 'TaskRevokedError' });
+    expect(await (await app.asyncResult('st-3')).get({ timeout: 5000 })).toBe(4);
+    expect(await (await app.asyncResult('st-4')).get({ timeout: 5000 })).toBe(6);
+
+    // terminate: a running task stamped with the value is aborted; Python's reply shows what matched.
+    await channel.publish('', 'celery', encodeTaskMessage({ name: 'sleepy', id: 'st-5', stamps: { run: 'r-9' } }));
+    await waitFor(() => worker.state.active.has('st-5'), 5000, 'st-5 running');
+    expect(await call('revoke_by_stamped_headers', { headers: { run: 'r-9' }, terminate: true, signal: 'SIGKILL' })).toEqual({
+      ok: "headers defaultdict(<class 'set'>, {'run': {'r-9'}}) revoked",
+    });
+    expect(await (await app.asyncResult('st-5')).get({ timeout: 5000, propagate: false })).toMatchObject({ exc_type: 'TaskRevokedError' });
+    expect(await call('revoke_by_stamped_headers', { headers: { run: 'nobody' }, terminate: true })).toEqual({ ok: "headers {'run': 'nobody'} were not terminated" });
+    worker.state.revokedStamps.clear();
   });
 
   it('registered, rate_limit and time_limit', async () => {

@@ -1,7 +1,8 @@
 /**
- * `inspect active`'s `delivery_info.redelivered` as Celery 5.2.6 reports it: None on Redis, whose Kombu transport
- * marks only the messages it restores (wire-samples/redis-5.2.6-inspect-control-replies.txt), and the broker's own
- * boolean on RabbitMQ.
+ * `inspect active`'s `delivery_info.redelivered` as Celery 5.5+ reports it when no Python worker says otherwise:
+ * False on Redis, whose Kombu transport marks only the messages it restores (5.2.6 shows None there:
+ * wire-samples/redis-5.2.6-inspect-control-replies.txt, and kq does with a 5.2 worker in the fleet), and the broker's
+ * own boolean on RabbitMQ.
  */
 import { randomUUID } from 'node:crypto';
 import { brokerReachable, brokerUrls } from '@kq/test-harness';
@@ -13,7 +14,7 @@ import { recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const DB = 12;
 const cases = [
-  { kind: 'redis', url: `${brokerUrls.redis}/${DB}`, cleanup: redisCleanup(DB), redelivered: null },
+  { kind: 'redis', url: `${brokerUrls.redis}/${DB}`, cleanup: redisCleanup(DB), redelivered: false },
   { kind: 'amqp', url: brokerUrls.amqp, cleanup: amqpCleanup, redelivered: false },
 ] as const;
 

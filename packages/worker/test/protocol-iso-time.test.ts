@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { InvalidTaskError } from '../src/errors/errors';
-import { assertTimeZone, formatIsoDate, localTimeToUtcMs, parseIsoDate, zoneOffsetMs } from '../src/protocol/index';
+import { subMillisecondMicros } from '@kq/core';
+import { assertTimeZone, decodeTaskMessage, formatIsoDate, localTimeToUtcMs, parseIsoDate, zoneOffsetMs } from '../src/protocol/index';
 
 const at = (iso: string): Date => new Date(iso);
 
@@ -13,6 +14,24 @@ describe('formatIsoDate', () => {
     expect(formatIsoDate(at('2026-11-21T13:12:05.001Z'))).toBe('2026-11-21T13:12:05.001000+00:00');
     expect(formatIsoDate(at('0001-01-01T00:00:00Z'))).toBe('0001-01-01T00:00:00+00:00');
     expect(formatIsoDate(at('0099-03-04T05:06:07Z'))).toBe('0099-03-04T05:06:07+00:00');
+  });
+
+  it("gives back the microseconds a Date drops, as read from the sender's text (inspect scheduled's eta)", () => {
+    const text = '2026-11-27T09:42:13.841025';
+    const eta = parseIsoDate(text);
+    expect(formatIsoDate(eta)).toBe('2026-11-27T09:42:13.841000+00:00');
+    expect(formatIsoDate(eta, subMillisecondMicros(text))).toBe('2026-11-27T09:42:13.841025+00:00');
+    expect(formatIsoDate(parseIsoDate('2026-11-27T09:42:13.000007+00:00'), subMillisecondMicros('2026-11-27T09:42:13.000007+00:00'))).toBe('2026-11-27T09:42:13.000007+00:00');
+    expect(subMillisecondMicros('2026-11-27T09:42:13+00:00')).toBe(0);
+    expect(subMillisecondMicros('2026-11-27T09:42:13.5')).toBe(0);
+    const message = decodeTaskMessage({
+      body: Buffer.from(JSON.stringify([[], {}, { callbacks: null, errbacks: null, chain: null, chord: null }])),
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: { lang: 'py', task: 'add', id: 'eta-micro', eta: text, expires: null, retries: 0, timelimit: [null, null], root_id: 'eta-micro', parent_id: null, group: null },
+      properties: {},
+    });
+    expect(message.etaMicroseconds).toBe(25);
   });
 
   it('refuses dates Python cannot hold', () => {

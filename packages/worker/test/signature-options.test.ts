@@ -7,6 +7,7 @@ import { MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app/app';
 import { Signature } from '../src/canvas/index';
+import type { SignatureJson } from '../src/protocol/index';
 import { InvalidSignatureOption } from '../src/errors/errors';
 import { decodeTaskMessage } from '../src/protocol/index';
 
@@ -71,5 +72,40 @@ describe('signature options', () => {
     const signature = Signature.fromJSON(json, app);
     expect(signature.options).toEqual(json.options);
     expect(signature.clone([1]).toJSON().options).toEqual(json.options);
+  });
+
+  it('sends a stamped signature with its stamps, as Celery 5.3+ does (a worker revoking by stamped header finds them)', async () => {
+    const options = { task_id: 'stamped', stamped_headers: ['monitoring_id', 'batch'], monitoring_id: '4242', batch: [1, 'b'] };
+    await Signature.fromJSON({ task: 'py.add', args: [1, 2], kwargs: {}, options, subtask_type: null, immutable: true }, app).delay();
+    const message = await sent();
+    expect(message.stamps).toEqual({ monitoring_id: '4242', batch: [1, 'b'] });
+  });
+
+  it("a chord read from a frozen chain (its header a group with an id, as Python writes it) sends the header in that group, each time", async () => {
+    const body = { task: 'py.tsum', args: [], kwargs: {}, options: { task_id: 'body-id' }, subtask_type: null, immutable: false };
+    const header = {
+      task: 'celery.group', args: [], kwargs: { tasks: [{ task: 'py.add', args: [1, 1], kwargs: {}, options: { task_id: 'h-1', chord: body, group_index: 0 }, subtask_type: null, immutable: false }] },
+      options: { task_id: 'frozen-group', chord: body, root_id: null, parent_id: null }, subtask_type: 'group', immutable: false,
+    };
+    const json = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body }, options: {}, subtask_type: 'chord', immutable: false };
+    // A step that ran twice (its message duplicated) sends the chord twice: both header sends join the same group.
+    const withBackend = new App('client', { broker: app.conf.broker, backend: `memory://${String(seq)}` });
+    for (let run = 0; run < 2; run++) {
+      await Signature.fromJSON(json, withBackend).delay();
+      expect(await sent()).toMatchObject({ id: 'h-1', group: 'frozen-group' });
+    }
+    await withBackend.close();
+  });
+
+  it("a chord given a group_index (a task replaced by a group) sends its header with their own indices, as Python does", async () => {
+    const member = (id: string): SignatureJson => ({ task: 'py.add', args: [1, 1], kwargs: {}, options: { task_id: id }, subtask_type: null, immutable: false });
+    const body = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false };
+    const json = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [member('m-0'), member('m-1')], body }, options: {}, subtask_type: 'chord', immutable: false };
+    const withBackend = new App('client', { broker: app.conf.broker, backend: `memory://${String(seq)}` });
+    // What replace gives the replacing chord: the replaced member's group and index, which are the body's to keep.
+    await Signature.fromJSON(json, withBackend).applyWire([], {}, { group_index: 7, group_id: 'outer' });
+    const messages = [await sent(), await sent()].sort((a, b) => a.id.localeCompare(b.id));
+    expect(messages.map((message) => [message.id, message.groupIndex])).toEqual([['m-0', 0], ['m-1', 1]]);
+    await withBackend.close();
   });
 });

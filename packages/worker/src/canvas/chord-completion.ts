@@ -54,7 +54,7 @@ export async function onChordPartReturn(
       values = header instanceof GroupResult ? await header.join() : [await header.get()];
     } else {
       values = parts.map((part) => {
-        if (PROPAGATE_STATES.has(part.state)) throw new ChordError(`Dependency ${part.taskId} raised ${exceptionRepr(part.result)}`);
+        if (PROPAGATE_STATES.has(part.state)) throw new ChordError(`Dependency ${part.taskId} raised ${exceptionRepr(part.result)}`, { cause: part.result });
         return part.result;
       });
     }
@@ -92,6 +92,7 @@ export async function failChord(
   log: (message: string) => void,
   callErrbacks?: ErrbackCaller,
 ): Promise<void> {
+  if (callback instanceof Group) return failGroupBody(app, backend, callback, error, log);
   const bodyId = callback.id ?? (callback instanceof Chain ? callback.tasks[callback.tasks.length - 1]?.id : undefined);
   const errbacks = callback.options['link_error'];
   const children: ResultTuple[] = [];
@@ -120,6 +121,32 @@ export async function failChord(
   } catch (storeError) {
     log(`Could not store the failure of chord body ${callback.task}[${bodyId}]: ${describeError(storeError)}`);
   }
+}
+
+/**
+ * Celery 5.6's `_handle_group_chord_error`: a group body never runs, so its tasks are revoked and each stores the
+ * header's original failure (not the ChordError), as does the group's id; the group's errbacks are sent for each
+ * task. Without it whoever waits on the body's results waits forever.
+ */
+async function failGroupBody(app: CanvasApp, backend: ResultBackend, body: Group, error: ChordError, log: (message: string) => void): Promise<void> {
+  const original = isExceptionInfo(error.cause) ? error.cause : exceptionInfo(error);
+  const frozen = body.freeze();
+  await frozen.revoke().catch((revokeError: unknown) => log(`Could not revoke the tasks of chord body group ${frozen.id}: ${describeError(revokeError)}`));
+  const errbacks = body.options['link_error'];
+  const date = (): string => formatDateDone(new Date(), app.conf.resultDateDone);
+  for (const id of [...frozen.results.map((result) => result.id), frozen.id]) {
+    if (Array.isArray(errbacks) && errbacks.length > 0 && id !== frozen.id) {
+      const signatures = errbacks.map((errback) => (errback instanceof Signature ? errback : Signature.fromJSON(errback as SignatureJson, app)));
+      await new Group(signatures, {}, app).applyWire([id], {}, { parent_id: id, root_id: id }).catch((sendError: unknown) => log(`Could not send the errbacks of ${id}: ${describeError(sendError)}`));
+    }
+    await backend
+      .store({ status: 'FAILURE', result: original, traceback: null, children: [], date_done: date(), task_id: id }, { expiresMs: app.conf.resultExpires * 1000 })
+      .catch((storeError: unknown) => log(`Could not store the failure of chord body task ${id}: ${describeError(storeError)}`));
+  }
+}
+
+function isExceptionInfo(value: unknown): value is { exc_type: string; exc_message: unknown[]; exc_module?: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { exc_type?: unknown }).exc_type === 'string';
 }
 
 /** Python's `repr(exc)` of a stored exception: `ZeroDivisionError('division by zero')`. */

@@ -172,6 +172,9 @@ Signature.registerType('chord', (json, app) => {
       : [];
   if (!isRecord(kwargs.body)) throw new KqError(`A chord signature has no body: ${JSON.stringify(json).slice(0, 200)}`);
   const chord = new Chord(tasks, kwargs.body as unknown as SignatureJson, json.options ?? {}, app);
+  // A frozen header keeps its group id: a redelivered chain step that sends this chord again joins the same group.
+  const groupId = isRecord(header) && isRecord(header['options']) ? header['options']['task_id'] : undefined;
+  if (typeof groupId === 'string') chord.header.options['task_id'] = groupId;
   chord.args = [...(json.args ?? [])];
   chord.immutable = json.immutable ?? false;
   return chord;

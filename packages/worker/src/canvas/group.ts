@@ -112,6 +112,9 @@ export class Group<R extends readonly unknown[] = unknown[]> extends Signature<R
     const addToParent = options['add_to_parent'] !== false;
     const chord = options['chord'];
     delete options['chord'];
+    // Each member keeps its own index; the group's (a replaced group member's, say) is not theirs, as Python's
+    // `_apply_tasks` takes `group_index` apart from the options it gives the members.
+    delete options['group_index'];
     const prepared = this.prepared(this.tasks, [], groupId, rootId);
     const results = await this.applyPrepared(prepared, groupId, args, kwargs, options, chord);
     let result = this.groupResult(groupId, results);

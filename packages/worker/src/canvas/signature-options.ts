@@ -169,6 +169,11 @@ export function applyOptionsFromWire(options: Readonly<WireOptions>, kwargs: Rec
   set('replacedTaskNesting', count('replaced_task_nesting'));
   if (typeof options['ignore_result'] === 'boolean') apply.ignoreResult = options['ignore_result'];
   if (isRecord(options['headers'])) apply.headers = options['headers'];
+  // A stamped signature (Celery 5.3+) names its stamps in `stamped_headers` and keeps each value as an option.
+  const stamped = options['stamped_headers'];
+  if (Array.isArray(stamped) && stamped.length > 0) {
+    apply.stamps = Object.fromEntries(stamped.filter((header): header is string => typeof header === 'string').map((header) => [header, options[header] ?? null]));
+  }
   if (options['add_to_parent'] === false) apply.addToParent = false;
   const link = signatureList(options['link']);
   if (link) apply.link = link;

@@ -1,11 +1,13 @@
-import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, type MailboxHandler } from '@kq/core';
+import { Exchange, NO_REPLY, Queue, pythonExceptionRepr, pythonRepr, pythonSetRepr, type MailboxHandler } from '@kq/core';
 import { SOFTWARE_INFO } from '../protocol/software-info';
 import { formatIsoDate } from '../protocol/index';
 import { parseRateLimit } from '../runtime/rate-limit';
 import type { WorkerStep } from '../runtime/bootstep';
 import type { HeldTask } from '../runtime/held-task';
 import { controlCommands } from '../runtime/control-commands';
+import { stampValuesMatching, stampedHeadersArgument } from '../runtime/revoked-stamps';
 import type { WorkerHost } from '../runtime/worker-host';
+import { fleetCeleryRelease, redeliveredAsFleet, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
 import { HELLO_PEERS, HELLO_WATCHERS, HELLO_WATCHERS_ONLY } from './mingle';
 import type { ClusterContext } from './cluster-context';
@@ -53,15 +55,44 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
       }
       return ok(terminated.length === 0 ? 'terminate: tasks unknown' : `terminate: ${terminated.join(', ')}`);
     }
-    const joined = ids.join(', ');
-    worker.log.info(`Tasks flagged as revoked: ${joined}`);
-    return ok(`tasks ${joined} flagged as revoked`);
+    worker.log.info(`Tasks flagged as revoked: ${ids.join(', ')}`);
+    // The reply's shape changed in Celery 5.6: answer as the fleet's Python workers would.
+    return ok(revokedReplyText(ids, fleetCeleryRelease(context.gossip?.state.workers.values() ?? [])));
   };
 
-  const active: Handler = (args) => [...state.active.values()].map((request) => request.info(args['safe'] === true));
-  const reserved: Handler = () => reservedRequests(worker).map((request) => request.info());
+  // Celery 5.3+: revoke the tasks stamped with these values, now and when they arrive.
+  const revokeByStampedHeaders: Handler = (args) => {
+    const headers = stampedHeadersArgument(args['headers']);
+    state.revokedStamps.add(headers);
+    if (!args['terminate']) return ok(`headers ${pythonRepr(headers)} flagged as revoked, but not terminated`);
+    const signum = signalNumber(args['signal'] ?? 'SIGTERM');
+    const terminated = new Map<string, unknown[]>();
+    for (const request of [...state.active.values()]) {
+      const hits = Object.entries(headers).flatMap(([header, values]) => stampValuesMatching(values, request.message.stamps, header).map((value) => [header, value] as const));
+      for (const [header, value] of hits) terminated.set(header, [...(terminated.get(header) ?? []), value]);
+      if (hits.length > 0) request.terminate(`revoked by stamped header (${signalName(signum)})`);
+    }
+    if (terminated.size === 0) return ok(`headers ${pythonRepr(headers)} were not terminated`);
+    // Python's reply shows its defaultdict(set) of what matched.
+    const matched = [...terminated].map(([header, values]) => `${pythonRepr(header)}: ${pythonSetRepr(values)}`).join(', ');
+    return ok(`headers defaultdict(<class 'set'>, {${matched}}) revoked`);
+  };
+
+  // Celery 5.5+ shows a virtual transport's unmarked first delivery as redelivered False, earlier ones as None.
+  const requestInfo = (request: HeldTask, safe = false): ReturnType<HeldTask['info']> => {
+    const info = request.info(safe);
+    const redelivered = redeliveredAsFleet(info.delivery_info.redelivered, fleetCeleryRelease(context.gossip?.state.workers.values() ?? []));
+    return redelivered === info.delivery_info.redelivered ? info : { ...info, delivery_info: { ...info.delivery_info, redelivered } };
+  };
+  const active: Handler = (args) => [...state.active.values()].map((request) => requestInfo(request, args['safe'] === true));
+  const reserved: Handler = () => reservedRequests(worker).map((request) => requestInfo(request));
   const scheduled: Handler = () =>
-    worker.scheduled().map(({ eta, request }) => ({ eta: formatIsoDate(eta), priority: 6, request: request.info() }));
+    worker.scheduled().map(({ eta, request }) => ({
+      // Python shows the eta it read, to the microsecond.
+      eta: formatIsoDate(eta, eta.getTime() === request.message.eta?.getTime() ? request.message.etaMicroseconds : 0),
+      priority: 6,
+      request: requestInfo(request),
+    }));
   const revoked: Handler = () => [...state.revoked];
   const registered: Handler = (args) =>
     registeredTasks(app.tasks, { taskinfoitems: args['taskinfoitems'], builtins: args['builtins'], overrides: context.overrides });
@@ -129,12 +160,13 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
       for (const id of uniqueIds(args['ids'] ?? args['task_id'])) {
         const request = findRequest(worker, id);
         if (!request) continue;
-        result[id] = [state.active.get(id) === request ? 'active' : 'reserved', request.info()];
+        result[id] = [state.active.get(id) === request ? 'active' : 'reserved', requestInfo(request)];
       }
       return result;
     },
 
     revoke,
+    revoke_by_stamped_headers: revokeByStampedHeaders,
     terminate: (args) => revoke({ ...args, terminate: true }),
 
     rate_limit: (args) => {

@@ -1,4 +1,4 @@
-import { DecodeError, defaultSerializers, isUnreadableContent, KqError } from '@kq/core';
+import { DecodeError, defaultSerializers, isUnreadableContent, KqError, subMillisecondMicros } from '@kq/core';
 import { InvalidTaskError } from '../errors/errors';
 import { parseIsoDate } from './iso-time';
 import { nestingDeeperThan, MAX_NESTING_DEPTH } from './nesting-depth';
@@ -119,6 +119,8 @@ function decodeFields(
     args,
     kwargs,
     eta: readDate(read, 'eta', fields.eta, naiveZone),
+    // Only when the text had them: a message kq wrote (whole milliseconds) decodes as before.
+    ...(typeof fields.eta === 'string' && subMillisecondMicros(fields.eta) !== 0 ? { etaMicroseconds: subMillisecondMicros(fields.eta) } : {}),
     expires: readDate(read, 'expires', fields.expires, naiveZone),
     retries: read.optionalCount('retries', fields.retries) ?? 0,
     timeLimit,

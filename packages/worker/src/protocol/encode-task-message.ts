@@ -49,7 +49,7 @@ export function encodeTaskMessage(init: TaskMessageInit, options: EncodeTaskOpti
     task: init.name,
     id: init.id,
     shadow: init.shadow ?? null,
-    eta: eta === null ? null : formatIsoDate(eta),
+    eta: eta === null ? null : formatIsoDate(eta, init.etaMicroseconds),
     expires: expires === null ? null : formatIsoDate(expires),
     group: init.group ?? null,
     group_index: groupIndex,

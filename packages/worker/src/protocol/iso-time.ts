@@ -7,8 +7,8 @@ import { localTimeToUtcMs } from './time-zone-offset';
  * (docs/wire.md#headers): `2026-11-21T13:12:05+00:00`, or `2026-11-21T13:12:05.748000+00:00` when there is a fraction
  * (Python writes six digits whenever microseconds are nonzero; a Date has milliseconds, so the last three are zeros).
  */
-export function formatIsoDate(date: Date): string {
-  const text = formatIsoDatetime(date);
+export function formatIsoDate(date: Date, microseconds = 0): string {
+  const text = formatIsoDatetime(date, microseconds);
   if (text !== undefined) return text;
   if (Number.isNaN(date.getTime())) throw new InvalidTaskError('Cannot format an invalid Date (NaN) as an ISO 8601 datetime.');
   throw new InvalidTaskError(`Cannot format ${date.toISOString()} for Celery: Python datetimes only cover the years 1 to 9999.`);

@@ -18,6 +18,8 @@ export interface TaskMessage {
   args: unknown[];
   kwargs: Record<string, unknown>;
   eta: Date | null;
+  /** The microseconds past the millisecond (1-999) of the sender's `eta` text, which the Date drops; absent when none. */
+  etaMicroseconds?: number;
   expires: Date | null;
   retries: number;
   /** Seconds; header `timelimit[0]` (hard). A `0` on the wire means "task default" and decodes to null. */

@@ -78,7 +78,7 @@ export class Request implements HeldTask {
       this.worker.state.revoked.add(this.id);
       return true;
     }
-    return this.worker.state.revoked.has(this.id);
+    return this.worker.state.revoked.has(this.id) || this.worker.state.revokedStamps.revoking(this.message.stamps) !== undefined;
   }
 
   /** Acks the message and records the revoke (REVOKED state, event), as Celery does for revoked and expired tasks. */

@@ -1,5 +1,6 @@
 import { LimitedSet } from '@kq/core';
 import type { HeldTask } from './held-task';
+import { RevokedStamps } from './revoked-stamps';
 
 /**
  * What a worker knows about its tasks (Celery's `worker.state`): the revoked set (shared with peers through
@@ -11,6 +12,8 @@ export class WorkerState {
     maxlen: Number(process.env['CELERY_WORKER_REVOKES_MAX'] ?? 50_000),
     expires: Number(process.env['CELERY_WORKER_REVOKE_EXPIRES'] ?? 10_800),
   });
+  /** Stamp values revoked by `revoke_by_stamped_headers`. */
+  readonly revokedStamps = new RevokedStamps();
   /**
    * Ids of tasks whose run succeeded here lately, marked the moment the run returns (before its result is stored):
    * a redelivered copy of one — its ack lost to a lease that ran out while the run blocked the event loop — is

@@ -410,7 +410,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       await delivery.reject(`WorkerLostError: ${reason}`).catch(() => undefined);
       return;
     }
-    if ((message.expires || this.state.revoked.has(message.id)) && request.isRevoked()) {
+    if ((message.expires || this.state.revoked.has(message.id) || this.state.revokedStamps.size > 0) && request.isRevoked()) {
       // Celery announces only the revoke for these, never a task-received.
       await request.discardRevoked();
       return;

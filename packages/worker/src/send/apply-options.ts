@@ -43,6 +43,8 @@ export interface ApplyOptions {
   addToParent?: boolean;
   /** How many times the task was replaced (`ctx.replace`), Celery's `replaced_task_nesting` header. */
   replacedTaskNesting?: number;
+  /** Celery 5.3+ stamps (header → value), sent as the `stamped_headers` and `stamps` headers. */
+  stamps?: Record<string, unknown>;
 }
 
 /** One call for `app.sendTasks`: a task by name with its arguments and options. */

@@ -75,6 +75,7 @@ export function prepareTaskMessage(
       chord: embed.chord ?? null,
       headers: options.headers ?? {},
       ...(options.replacedTaskNesting ? { replacedTaskNesting: options.replacedTaskNesting } : {}),
+      ...(options.stamps ? { stamps: options.stamps } : {}),
       replyTo: options.replyTo ?? app.threadOid,
       priority: route.priority,
     },
