@@ -95,8 +95,8 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
       else if (!this.#scheduled) {
         this.#scheduled = true;
         const linger = this.#hooks.lingerMs?.() ?? 0;
-        if (linger > 0) setTimeout(() => void this.#flushScheduled(), linger).unref();
-        else setImmediate(() => setImmediate(() => void this.#flushScheduled()));
+        if (linger > 0) setTimeout(() => void this.#flushScheduled(true), linger).unref();
+        else setImmediate(() => setImmediate(() => void this.#flushScheduled(false)));
       }
     });
   }
@@ -113,9 +113,19 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
     return this.#pending.splice(0, max);
   }
 
-  /** The scheduled flush: nothing to do when a claim call took the acks meanwhile (or a flush sent them). */
-  #flushScheduled(): Promise<void> {
+  /**
+   * The scheduled flush: nothing to do when a claim call took the acks meanwhile (or a flush sent them). An ack made
+   * just before its consumer went back to waiting (a round trip's: the result is stored, the ack made, then the
+   * consumer waits for the next message) still lingers once the consumer waits, so the claim that records the next
+   * message carries it rather than a script call and a socket write of its own.
+   */
+  #flushScheduled(lingered: boolean): Promise<void> {
     if (!this.#scheduled) return Promise.resolve();
+    const linger = lingered ? 0 : (this.#hooks.lingerMs?.() ?? 0);
+    if (linger > 0) {
+      setTimeout(() => void this.#flushScheduled(true), linger).unref();
+      return Promise.resolve();
+    }
     return this.flush();
   }
 
