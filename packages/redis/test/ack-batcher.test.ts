@@ -48,6 +48,19 @@ describe('AckBatcher', () => {
     expect(sent).toEqual([]); // the claim call carried it: no send of its own, even once the linger ran out
   });
 
+  it('gives each ack its own linger: the timer of acks a claim call took does not send the next ones early', async () => {
+    // Round trip after round trip: each ack lingers, the next claim call takes it, and the next ack comes soon after.
+    const lingers = [20, 60_000];
+    const { batcher, sent } = batcherWith(() => lingers.shift() ?? 0);
+    const first = batcher.add({ tag: 'a', score: '1' });
+    for (const ack of batcher.take()) ack.settle(true);
+    await first;
+    void batcher.add({ tag: 'b', score: '1' });
+    await sleep(60); // the first ack's timer has fired
+    expect(sent).toEqual([]);
+    expect(batcher.take().map((ack) => ack.tag)).toEqual(['b']);
+  });
+
   it('sends a lingering ack on its own when no claim call comes', async () => {
     let waiting = 0;
     const { batcher, sent } = batcherWith(() => (waiting > 0 ? 20 : 0));
