@@ -6,6 +6,7 @@ import { failureNote, figures, headline, speedup, type CaseFigures, type CaseOut
 import type { Summary } from '../stats';
 import type { BrokerKind } from '../protocol';
 import { formatMs, formatRate, formatSpeedup } from './format';
+import { redisHotPathTargets } from './redis-hot-targets';
 import { checkTargets } from './targets';
 
 export interface ReportInput {
@@ -46,8 +47,8 @@ export function renderMarkdown(input: ReportInput): string {
   );
   out.push(`![Chart of the medians](${input.chartFile})`, '');
 
-  const checks = checkTargets(outcomes);
-  out.push('## Targets (issues #22 and #35)', '', '| goal | measured | met |', '|---|---|---|');
+  const checks = [...checkTargets(outcomes), ...redisHotPathTargets(outcomes)];
+  out.push('## Targets (issues #22, #31 and #35)', '', '| goal | measured | met |', '|---|---|---|');
   for (const check of checks) {
     out.push(`| ${check.goal} | ${check.measured} | ${check.met === null ? '—' : check.met ? 'yes' : '**no**'} |`);
   }
