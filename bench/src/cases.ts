@@ -41,8 +41,16 @@ export const PREFORK_PROCESSES = 2;
 /** Tasks per batch in bulk publishing (pipeline size, in flight at once), and RPOP's count in the raw batch drain. */
 export const BATCH = 1000;
 export const RAW_POP_BATCH = 100;
-/** W4: how many worker processes drain one Redis together. */
-export const SCALE_PROCESSES: readonly number[] = [1, 2, 4];
+/**
+ * W4: how many worker processes drain one Redis together, at what concurrency each: 1, 2 and 4 processes at 100, and
+ * 8 at 10 — a fleet of small workers, the same 80-400 tasks in flight spread over more processes and connections.
+ */
+export const SCALE_SHAPES: ReadonlyArray<{ processes: number; concurrency: number }> = [
+  { processes: 1, concurrency: 100 },
+  { processes: 2, concurrency: 100 },
+  { processes: 4, concurrency: 100 },
+  { processes: 8, concurrency: 10 },
+];
 /** W6: tasks a second the background producer publishes while the round trips run (well below every system's drain rate). */
 export const LOAD_RATE = 5000;
 
@@ -121,13 +129,14 @@ export function allCases(): BenchCase[] {
       concurrency: PREFORK_PROCESSES,
     }),
     make('redis', 'W3', 'raw-ioredis', { label: 'raw ioredis, LPUSH + BRPOP reply' }),
-    // W4 scale: 1, 2, 4 worker processes (concurrency 100 each) on one queue — where Redis becomes the limit.
+    // W4 scale: 1, 2, 4 worker processes (concurrency 100 each), and 8 at concurrency 10, on one queue — where Redis
+    // becomes the limit.
     ...(['kq', 'bee-queue'] as const).flatMap((system) =>
-      SCALE_PROCESSES.map((processes) =>
+      SCALE_SHAPES.map(({ processes, concurrency }) =>
         make('redis', 'W4', system, {
-          suffix: `p${processes}`,
-          label: `${SYSTEM_NAMES[system]}, ${processes} process${processes === 1 ? '' : 'es'} × concurrency 100`,
-          concurrency: 100,
+          suffix: concurrency === 100 ? `p${processes}` : `p${processes}c${concurrency}`,
+          label: `${SYSTEM_NAMES[system]}, ${processes} process${processes === 1 ? '' : 'es'} × concurrency ${concurrency}`,
+          concurrency,
           processes,
         }),
       ),

@@ -14,6 +14,7 @@ import { collectMachineInfo, loadAverage } from './machine-info';
 import { figures, type CaseOutcome } from './outcome';
 import { renderMarkdown } from './report/markdown';
 import { renderSvg } from './report/svg';
+import { redisHotPathTargets } from './report/redis-hot-targets';
 import { checkTargets } from './report/targets';
 import { formatMs, formatRate } from './report/format';
 import { BATCH } from './cases';
@@ -117,8 +118,8 @@ async function main(): Promise<number> {
     return failed.length === 0 ? 0 : 1;
   }
 
-  process.stdout.write('\nTargets (issues #22 and #35):\n');
-  for (const check of checkTargets(outcomes)) {
+  process.stdout.write('\nTargets (issues #22, #31 and #35):\n');
+  for (const check of [...checkTargets(outcomes), ...redisHotPathTargets(outcomes)]) {
     process.stdout.write(`  [${check.met === null ? ' ? ' : check.met ? 'met' : 'NOT'}] ${check.goal}: ${check.measured.replace(/\*\*/g, '')}\n`);
     if (check.why) process.stdout.write(`        why: ${check.why}\n`);
   }

@@ -4,6 +4,7 @@ import type { MachineInfo } from '../src/machine-info';
 import type { CaseOutcome } from '../src/outcome';
 import { renderMarkdown } from '../src/report/markdown';
 import { renderSvg } from '../src/report/svg';
+import { redisHotPathTargets } from '../src/report/redis-hot-targets';
 import { checkTargets, commandMix } from '../src/report/targets';
 
 function byKey(key: string): BenchCase {
@@ -147,10 +148,27 @@ describe('renderMarkdown', () => {
   });
 
   it('shows issue #22’s targets and, under them, why each unmet one is not met', () => {
-    expect(markdown).toContain('## Targets (issues #22 and #35)');
+    expect(markdown).toContain('## Targets (issues #22, #31 and #35)');
     expect(markdown).toMatch(/\| W2 drain, Redis, acks late: kq ≥ 1\.5× bee-queue at concurrency 100 \| .*\*\*1\.20×\*\* \| \*\*no\*\* \|/);
     expect(markdown).toContain('- **W2 drain, Redis, acks late: kq ≥ 1.5× bee-queue at concurrency 100**: worker CPU per task');
     expect(markdown).not.toContain('issue #8');
+  });
+
+  it('checks issue #31’s Redis goals: Redis and worker CPU per task, the c1 ratio, Redis per round trip, two processes', () => {
+    const hot = new Map(redisHotPathTargets(outcomes).map((check) => [check.goal, check]));
+    expect(hot.get('W2 drain, Redis: Redis CPU per task (kq, concurrency 100) ≤ 6 µs')).toEqual({
+      goal: 'W2 drain, Redis: Redis CPU per task (kq, concurrency 100) ≤ 6 µs',
+      measured: 'kq 12.5 µs (bee-queue, concurrency 100: 3.0 µs — the stretch goal, ≤ bee-queue\'s, not met)',
+      met: false,
+    });
+    // bee-queue at concurrency 1: 6,000/s (the median of its two runs)
+    expect(hot.get('W2 drain, Redis: kq ≥ 2× bee-queue at concurrency 1')?.met).toBe(false);
+    expect(hot.get('W4 scale, Redis: kq 2 processes ≥ 1.3× one')).toMatchObject({ met: true, measured: expect.stringContaining('**1.50×**') });
+    expect(hot.get('W2 drain, Redis: worker CPU per task (kq, concurrency 100) ≤ 35 µs')).toMatchObject({ met: true, measured: 'kq 31.3 µs' });
+    // W3's Redis commands were not measured in these outcomes; BullMQ's drain measured no memory
+    expect(hot.get('W3 round trip, Redis: Redis per round trip ≤ 50 µs')?.met).toBeNull();
+    expect(hot.get("W2 drain, Redis: kq's peak RSS ≤ BullMQ's (concurrency 100)")?.met).toBeNull();
+    expect(markdown).toContain('| W4 scale, Redis: kq 2 processes ≥ 1.3× one |');
   });
 
   it('shows the producer’s CPU and the bytes per task in Redis next to W1’s rates', () => {

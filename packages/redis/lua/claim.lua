@@ -50,24 +50,29 @@ end
 -- The fields the unacked record needs, without decoding the whole envelope when it is written the way Kombu (and kq)
 -- write it: properties last, delivery_tag its last key, delivery_info {"exchange", "routing_key"} in it. A quote can
 -- only appear unescaped where JSON has structure, so these patterns cannot match inside a string value.
+local WINDOWS = { 256, 1024 }
 local function fields_fast(raw)
   local n = #raw
   -- the tag is near the very end: find it with a plain search, then match anchored (an unanchored pattern would be
-  -- tried at every position); searched in place, as a copy of the tail would cost as much as the search
-  local last = n - 300
-  if last < 1 then last = 1 end
-  local tag_at = string.find(raw, '"delivery_tag": "', last, true)
+  -- tried at every position); searched in place, as a copy of the tail would cost as much as the search. A plain
+  -- search stops at every quote to compare, so it starts where a UUID tag would be, and further back only if needed.
+  local tag_at = string.find(raw, '"delivery_tag": "', math.max(1, n - 80), true)
+    or string.find(raw, '"delivery_tag": "', math.max(1, n - 300), true)
   if not tag_at then return nil end
   local tag = string.match(raw, '^"delivery_tag": "([^"\\]*)"}}$', tag_at)
   if not tag then return nil end
-  -- delivery_info comes a few members before the tag (priority and body_encoding between them)
-  local first = tag_at - 1024
-  if first < 1 then first = 1 end
-  local at, from = nil, first
-  while true do
-    local found = string.find(raw, '"delivery_info": {"exchange": "', from, true)
-    if not found then break end
-    at, from = found, found + 1
+  -- delivery_info comes a few members before the tag (priority and body_encoding between them): its last occurrence
+  -- in the 256 bytes before the tag (short names), else in the 1 KiB before it
+  local at
+  for _, back in ipairs(WINDOWS) do
+    local from = tag_at - back
+    if from < 1 then from = 1 end
+    while true do
+      local found = string.find(raw, '"delivery_info": {"exchange": "', from, true)
+      if not found or found > tag_at then break end
+      at, from = found, found + 1
+    end
+    if at or from == 1 then break end
   end
   if not at then return nil end
   local ex, rk = string.match(raw, '^"delivery_info": {"exchange": "([^"\\]*)", "routing_key": "([^"\\]*)"', at)

@@ -29,8 +29,14 @@ local function lease_score(lease_us, vt_us, us)
 end
 
 -- scores compared as numbers: kq writes "<s>.<us>", Redis answers ZSCORE with %.17g of the same double
+local as_number = {}
 local function same_score(a, b)
-  return a and b and tonumber(a) == tonumber(b)
+  if not (a and b) then return false end
+  if a == b then return true end
+  local x, y = as_number[a], as_number[b]
+  if not x then x = tonumber(a); as_number[a] = x end
+  if not y then y = tonumber(b); as_number[b] = y end
+  return x == y
 end
 
 -- a variadic command over a list of arguments, in chunks (Lua's unpack has a stack limit)

@@ -72,7 +72,9 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
   readonly #send: (acks: ReadonlyArray<PendingAck<T>>) => Promise<void>;
   readonly #hooks: AckHooks<T>;
   #pending: Array<PendingAck<T>> = [];
-  #scheduled = false;
+  /** The flush scheduled for the waiting acks (0: none), so a timer of acks taken meanwhile does nothing. */
+  #scheduled = 0;
+  #schedules = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   /** Consecutive failed sends (0 while Redis answers). */
   #failures = 0;
@@ -92,11 +94,12 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
       this.#pending.push(new PendingAck(target, resolve, reject, this.#hooks));
       if (this.#retryTimer) return; // held for an outage: goes with the next retry
       if (this.#pending.length >= MAX_BATCH) void this.flush();
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
+      else if (this.#scheduled === 0) {
+        const id = ++this.#schedules;
+        this.#scheduled = id;
         const linger = this.#hooks.lingerMs?.() ?? 0;
-        if (linger > 0) setTimeout(() => void this.#flushScheduled(), linger).unref();
-        else setImmediate(() => setImmediate(() => void this.#flushScheduled()));
+        if (linger > 0) setTimeout(() => void this.#flushScheduled(id, true), linger).unref();
+        else setImmediate(() => setImmediate(() => void this.#flushScheduled(id, false)));
       }
     });
   }
@@ -105,7 +108,7 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
   take(max = MAX_BATCH): Array<PendingAck<T>> {
     if (this.#pending.length <= max) {
       // All taken: a scheduled flush would find nothing (new acks schedule their own).
-      this.#scheduled = false;
+      this.#scheduled = 0;
       const all = this.#pending;
       this.#pending = [];
       return all;
@@ -113,15 +116,26 @@ export class AckBatcher<T extends AckTarget = AckTarget> {
     return this.#pending.splice(0, max);
   }
 
-  /** The scheduled flush: nothing to do when a claim call took the acks meanwhile (or a flush sent them). */
-  #flushScheduled(): Promise<void> {
-    if (!this.#scheduled) return Promise.resolve();
+  /**
+   * The scheduled flush: nothing to do when a claim call took its acks meanwhile (or a flush sent them), even when
+   * newer acks wait (they have a flush of their own). An ack made just before its consumer went back to waiting (a
+   * round trip's: the result is stored, the ack made, then the consumer waits for the next message) still lingers once
+   * the consumer waits, so the claim that records the next message carries it rather than a script call and a socket
+   * write of its own.
+   */
+  #flushScheduled(id: number, lingered: boolean): Promise<void> {
+    if (this.#scheduled !== id) return Promise.resolve();
+    const linger = lingered ? 0 : (this.#hooks.lingerMs?.() ?? 0);
+    if (linger > 0) {
+      setTimeout(() => void this.#flushScheduled(id, true), linger).unref();
+      return Promise.resolve();
+    }
     return this.flush();
   }
 
   /** Sends everything waiting now; resolves once sent (failures reach the acks' own promises, or are retried). */
   flush(): Promise<void> {
-    this.#scheduled = false;
+    this.#scheduled = 0;
     const sends: Promise<void>[] = [];
     while (this.#pending.length > 0) {
       const batch = this.take();

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import {
   ConnectionLost,
-  KqError,
-  Queue,
+  type Queue,
   StaleDeliveryError,
+  encodeEnvelope,
+  markRedelivered,
   type BindingRecord,
   type Claim,
   type ClaimOptions,
@@ -18,18 +18,18 @@ import { AckBatcher, type PendingAck } from './ack-batcher';
 import { PushBatcher } from './push-batcher';
 import { BlockingPool, type BlockingWaiter } from './blocking-pool';
 import { ClusterBlockingPool } from './cluster-blocking-pool';
-import { knownNodes } from './cluster-routing';
 import { ClusterQueues } from './cluster-queues';
 import { describeError, isConnectionError, rethrowRecoverable } from './connection-errors';
-import { tlsFailureFor } from './tls-guard';
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory, RedisClient } from './connection-factory';
+import { openStoreClients, quitClient } from './store-clients';
 import { DelayedPromoter } from './delayed-promoter';
-import { encodeEnvelope, markRedelivered } from '@kq/core';
 import { RedisBindings } from './redis-bindings';
 import type { KeyLayout } from './key-layout';
 import { LeaseKeeper } from './lease-keeper';
-import { ACK, DRAIN_LISTS, RENEW, RESTORE } from './lua-scripts';
+import { RESTORE } from './lua-scripts';
+import { ClaimUpkeep } from './claim-upkeep';
+import { RedisQueueAdmin } from './redis-queue-admin';
 import { RedisClaimer, type RedisClaim } from './redis-claimer';
 import { RedisFanoutBus } from './redis-fanout-bus';
 import { Sweeper } from './sweeper';
@@ -99,11 +99,13 @@ export class RedisStore implements VirtualStore {
   readonly #leases: LeaseKeeper<RedisClaim>;
   readonly #acks: AckBatcher<RedisClaim>;
   readonly #claimer: RedisClaimer;
+  readonly #upkeep: ClaimUpkeep;
   /** Rejected task messages with no dead-letter exchange to go to (`_kq.dead`). */
   readonly deadLetters: DeadLetterList;
   readonly #pushes: PushBatcher;
   /** Exchanges and bindings, in Kombu's binding sets. */
   readonly bindings: RedisBindings;
+  readonly #queues: RedisQueueAdmin;
   #commands: RedisClient | undefined;
   #subscriber: Redis | undefined;
   #pool: BlockingWaiter | undefined;
@@ -120,6 +122,9 @@ export class RedisStore implements VirtualStore {
   constructor(settings: RedisStoreSettings) {
     this.#settings = settings;
     this.layout = settings.layout;
+    const leaseUs = settings.leaseMs * 1000;
+    const visibilityUs = Math.round(settings.visibilityTimeout * 1_000_000);
+    this.#upkeep = new ClaimUpkeep(settings.layout, leaseUs, visibilityUs);
     this.#acks = new AckBatcher<RedisClaim>((acks) => this.#sendAcks(acks), {
       staleError: (claim) => this.#stale('ack', claim),
       // The lease is kept (and renewed) until the ack has landed: released earlier, an ack held through an outage
@@ -134,6 +139,7 @@ export class RedisStore implements VirtualStore {
       lingerMs: () => (!this.layout.cluster && this.#claimer.waiting > 0 ? ACK_LINGER_MS : 0),
     });
     this.bindings = new RedisBindings(() => this.commands, settings.layout);
+    this.#queues = new RedisQueueAdmin(() => this.commands, settings.layout);
     if (settings.layout.cluster) this.#clusterQueues = new ClusterQueues(() => this.commands, settings.layout);
     this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
     this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
@@ -145,8 +151,8 @@ export class RedisStore implements VirtualStore {
     const acks = this.#acks;
     this.#claimer = new RedisClaimer({
       layout: settings.layout,
-      leaseUs: settings.leaseMs * 1000,
-      visibilityUs: Math.round(settings.visibilityTimeout * 1_000_000),
+      leaseUs,
+      visibilityUs,
       commands: () => this.commands,
       pool: () => this.#pool,
       clusterQueues: () => this.#clusterQueues,
@@ -179,38 +185,7 @@ export class RedisStore implements VirtualStore {
   async open(): Promise<void> {
     this.#closed = false;
     const { factory, layout } = this.#settings;
-    const commands = factory.createClient('cmd', { enableAutoPipelining: this.#settings.autoPipelining });
-    const subscriber = factory.createSubscriber('sub', {}, () => knownNodes(commands));
-    this.#watchConnection(commands);
-    try {
-      await commands.connect();
-      // On a cluster the commands reached it, so a subscriber's node that does not answer is passed over by its
-      // reconnects (see createSubscriber) rather than failing the store.
-      if (factory.cluster) void subscriber.connect().catch(() => undefined);
-      else await subscriber.connect();
-    } catch (error) {
-      commands.disconnect();
-      subscriber.disconnect();
-      // ioredis rejects with "Connection is closed"; the TLS failure that closed it is the cause worth naming.
-      const tlsFailure = tlsFailureFor(commands) ?? tlsFailureFor(subscriber);
-      if (tlsFailure) throw tlsFailure;
-      throw new ConnectionLost(`Cannot connect to Redis: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-    // ioredis selects the database on its own and, when the server refuses the number, carries on in database 0:
-    // every message would silently go there. Asked here, a refusal is an error that says what to change.
-    if (factory.db !== 0) {
-      try {
-        await commands.select(factory.db);
-      } catch (error) {
-        commands.disconnect();
-        subscriber.disconnect();
-        throw new KqError(
-          `Redis database ${factory.db} cannot be selected (${error instanceof Error ? error.message : String(error)}): use a ` +
-            `number below the server's "databases" setting (16 by default), e.g. redis://127.0.0.1:6379/0.`,
-          { cause: error },
-        );
-      }
-    }
+    const { commands, subscriber } = await openStoreClients(factory, this.#settings.autoPipelining, (client) => this.#watchConnection(client));
     this.#commands = commands;
     this.#subscriber = subscriber;
     this.#pool = factory.cluster ? new ClusterBlockingPool(factory, commands as Cluster) : new BlockingPool(factory, commands as Redis);
@@ -240,7 +215,7 @@ export class RedisStore implements VirtualStore {
     this.#closed = true;
     this.#stopBackground();
     await this.#pool?.close();
-    await Promise.all([quit(this.#subscriber), quit(this.#commands)]);
+    await Promise.all([quitClient(this.#subscriber), quitClient(this.#commands)]);
     this.#forgetConnections();
   }
 
@@ -327,71 +302,37 @@ export class RedisStore implements VirtualStore {
 
   // ——— queues ———
 
-  async declareQueue(queue: Queue): Promise<void> {
-    await this.commands.hset(this.layout.key('queues'), queue.name, JSON.stringify(queueOptions(queue)));
+  declareQueue(queue: Queue): Promise<void> {
+    return this.#queues.declare(queue);
   }
 
-  async lookupQueue(name: string): Promise<Queue | undefined> {
-    const stored = await this.commands.hget(this.layout.key('queues'), name);
-    if (stored === null) return undefined;
-    try {
-      return new Queue(name, JSON.parse(stored) as ReturnType<typeof queueOptions>);
-    } catch {
-      return undefined;
-    }
+  lookupQueue(name: string): Promise<Queue | undefined> {
+    return this.#queues.lookup(name);
   }
 
-  async queueExists(name: string): Promise<boolean> {
-    if (this.layout.cluster) {
-      // Two slots (the queue's, kq's shared one): a pipeline may not span them.
-      const [lists, declared] = await Promise.all([this.commands.exists(...this.layout.queueKeys(name)), this.commands.hexists(this.layout.key('queues'), name)]);
-      return lists > 0 || declared > 0;
-    }
-    const pipeline = this.commands.pipeline();
-    pipeline.exists(...this.layout.queueKeys(name));
-    pipeline.hexists(this.layout.key('queues'), name);
-    const results = (await pipeline.exec()) ?? [];
-    return results.some(([error, value]) => !error && Number(value) > 0);
+  queueExists(name: string): Promise<boolean> {
+    return this.#queues.exists(name);
   }
 
   async deleteQueue(name: string): Promise<number> {
-    const count = Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
+    const count = await this.#queues.purge(name);
     await this.bindings.removeBindingsOf(name);
-    await this.commands
-      .multi()
-      .hdel(this.layout.key('queues'), name)
-      .del(this.layout.fanoutBindingsKey(name), this.layout.boundExchangesKey(name))
-      .exec();
+    await this.#queues.forget(name);
     await this.#clusterQueues?.forget(name);
     return count;
   }
 
-  async purgeQueue(name: string): Promise<number> {
-    return Number(await DRAIN_LISTS.run(this.commands, this.layout.queueKeys(name), []));
+  purgeQueue(name: string): Promise<number> {
+    return this.#queues.purge(name);
   }
 
-  /** Kombu's list per priority step, each with its length (one pipelined LLEN each). */
-  async queueSizesByStep(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>> {
-    const pipeline = this.commands.pipeline();
-    for (const key of this.layout.queueKeys(name)) pipeline.llen(key);
-    const results = (await pipeline.exec()) ?? [];
-    return this.layout.steps.map((step, index) => {
-      const [error, value] = results[index] ?? [null, 0];
-      if (error) throw error;
-      return { step, messageCount: Number(value) };
-    });
+  /** Kombu's list per priority step, each with its length. */
+  queueSizesByStep(name: string): Promise<ReadonlyArray<{ step: number; messageCount: number }>> {
+    return this.#queues.sizesByStep(name);
   }
 
-  async queueSize(name: string): Promise<number> {
-    const pipeline = this.commands.pipeline();
-    for (const key of this.layout.queueKeys(name)) pipeline.llen(key);
-    const results = (await pipeline.exec()) ?? [];
-    let total = 0;
-    for (const [error, value] of results) {
-      if (error) throw error;
-      total += Number(value);
-    }
-    return total;
+  queueSize(name: string): Promise<number> {
+    return this.#queues.size(name);
   }
 
   // ——— messages ———
@@ -492,45 +433,13 @@ export class RedisStore implements VirtualStore {
   async #sendAcks(acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
     // A heartbeat under way re-scores these claims: their scores are read once it is done.
     await this.#leases.renewing?.catch(() => undefined);
-    if (this.layout.cluster) {
-      // One script call per queue (each queue's records are in its own slot), all under way at once.
-      await Promise.all([...groupBy(acks, (ack) => ack.target.queue)].map(([queue, group]) => this.#sendAcksOf(queue, group)));
-      return;
-    }
-    await this.#sendAcksOf('', acks);
+    await this.#upkeep.sendAcks(this.commands, acks);
   }
 
-  async #sendAcksOf(queue: string, acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
-    const args: string[] = [];
-    for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-    const keys = [this.layout.scopedKey('unacked', queue), this.layout.scopedKey('unackedIndex', queue)];
-    const results = (await ACK.run(this.commands, keys, args)) as number[];
-    // 0 (gone already) is done too: an ack ioredis re-sent after a reconnect, or of a message a sweep took back.
-    acks.forEach((ack, index) => ack.settle(results[index] !== -1));
-  }
-
-  /** One heartbeat: re-scores the claims still ours, per scope (one in Kombu's layout, one per queue in the cluster's). */
   async #renew(claims: readonly RedisClaim[]): Promise<RedisClaim[]> {
     const commands = this.#commands;
     if (!commands || claims.length === 0) return [];
-    const { leaseMs, visibilityTimeout } = this.#settings;
-    const lost = await Promise.all(
-      [...groupBy(claims, (claim) => (this.layout.cluster ? claim.queue : ''))].map(async ([scope, group]) => {
-        const args: Array<string | number> = [leaseMs * 1000, Math.round(visibilityTimeout * 1_000_000)];
-        for (const claim of group) args.push(claim.tag, claim.score);
-        const keys = [this.layout.scopedKey('unacked', scope), this.layout.scopedKey('unackedIndex', scope)];
-        const [score, positions] = (await RENEW.run(commands, keys, args)) as [string, number[]];
-        const gone = new Set(positions);
-        const taken: RedisClaim[] = [];
-        group.forEach((claim, index) => {
-          if (!gone.has(index + 1)) claim.score = score;
-          // An ack on its way removed it: not taken from us.
-          else if (!claim.settling) taken.push(claim);
-        });
-        return taken;
-      }),
-    );
-    return lost.flat();
+    return this.#upkeep.renew(commands, claims);
   }
 
   #stale(action: string, claim: RedisClaim): StaleDeliveryError {
@@ -585,46 +494,3 @@ export class RedisStore implements VirtualStore {
 
 /** The scopes of Kombu's layout: one set of claim and delayed records for every queue. */
 const DEFAULT_SCOPES: readonly string[] = [''];
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
-}
-
-async function quit(client: RedisClient | undefined): Promise<void> {
-  if (!client) return;
-  try {
-    await Promise.race([client.quit(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-  } catch {
-    // already gone
-  }
-  client.disconnect();
-}
-
-function queueOptions(queue: Queue): Record<string, unknown> {
-  return {
-    durable: queue.durable,
-    exclusive: queue.exclusive,
-    autoDelete: queue.autoDelete,
-    maxPriority: queue.maxPriority,
-    messageTtl: queue.messageTtl,
-    expires: queue.expires,
-    deadLetterExchange: queue.deadLetterExchange,
-    deadLetterRoutingKey: queue.deadLetterRoutingKey,
-    maxLength: queue.maxLength,
-    maxLengthBytes: queue.maxLengthBytes,
-    queueType: queue.queueType,
-    deliveryLimit: queue.deliveryLimit,
-    arguments: queue.extraArguments,
-  };
-}
-
-export function newStoreId(): string {
-  return randomUUID().slice(0, 8);
-}

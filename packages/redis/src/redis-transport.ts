@@ -17,7 +17,8 @@ import { countDelayed } from './delayed-count';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout } from './key-layout';
 import { RedisChannel } from './redis-channel';
 import { DEFAULTS, type RedisTransportOptions } from './redis-options';
-import { RedisStore, newStoreId, type RedisStoreStats } from './redis-store';
+import { randomUUID } from 'node:crypto';
+import { RedisStore, type RedisStoreStats } from './redis-store';
 
 /**
  * Kombu-compatible Redis transport (`redis://`, `rediss://`, `sentinel://`): Python Celery/Kombu processes and kq
@@ -57,7 +58,7 @@ export class RedisTransport extends VirtualTransport {
     // The store and connections report through this; it reaches the transport once it exists (after super()).
     const signals = new TransportSignals();
     const logger = options.logger ?? console;
-    const storeId = newStoreId();
+    const storeId = randomUUID().slice(0, 8);
     const factory = new ConnectionFactory({
       endpoint,
       namePrefix: options.connectionName ?? DEFAULTS.connectionName,

@@ -161,6 +161,26 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     expect(await redis.hexists(`${prefix}unacked`, 'compact-tag')).toBe(0);
   });
 
+  it('records exchange and routing key of Kombu-shaped envelopes however long the names and tag, or however short the envelope', async () => {
+    // The claim reads these fields near the envelope's end, looking further back only when they are not close by.
+    const kombuShaped = (tag: string, exchange: string, routingKey: string): string =>
+      `{"body": "eA==", "headers": {}, "properties": {"delivery_info": {"exchange": "${exchange}", "routing_key": ` +
+      `"${routingKey}"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "${tag}"}}`;
+    const cases = [
+      { tag: 't', exchange: '', routingKey: 'q' },
+      { tag: 'long-tag-'.repeat(30), exchange: 'x', routingKey: 'r' },
+      { tag: 'tag-of-long-names', exchange: 'e'.repeat(300), routingKey: 'k'.repeat(400) },
+    ];
+    for (const { tag, exchange, routingKey } of cases) {
+      const envelope = kombuShaped(tag, exchange, routingKey);
+      await redis.lpush(`${prefix}shapes`, envelope);
+      const delivery = (await channel.get('shapes')) as Delivery;
+      expect(delivery.deliveryInfo).toMatchObject({ deliveryTag: tag, exchange, routingKey });
+      expect(await redis.hget(`${prefix}unacked`, tag)).toBe(`[${envelope}, "${exchange}", "${routingKey}"]`);
+      await delivery.ack();
+    }
+  });
+
   it('serves priority 0 first, then 3, 6, 9 (lower number first, as Kombu on Redis)', async () => {
     await channel.declareQueue(new Queue('prio'));
     for (const priority of [9, 6, 3, 0, 5, 1]) {
