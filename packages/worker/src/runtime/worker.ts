@@ -1,6 +1,6 @@
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Consumer, PermissionDenied, TlsFailure, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
 import type { AppContract } from '../task/app-contract';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -12,8 +12,10 @@ import { expandHostname } from '../protocol/nodename';
 import { Autoscaler } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
 import type { Pool } from '../pool/pool';
+import { connectLoudly } from './connect-loudly';
 import { controlCommands } from './control-commands';
 import { deferToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
+import { fatalConsumerError } from './fatal-consumer-error';
 import { storeFailure, storeUnreadable } from './failure-records';
 import { onStopSignals } from '../platform/stop-signals';
 import { RedeliveryGuard } from './redelivery';
@@ -182,22 +184,12 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     await this.app.codecsReady();
     this.#warnIfPickleAccepted();
     const connection = this.app.connection;
-    // Every failed attempt is one line, as Celery words it, so an unreachable broker is never a silent hang.
-    const onRetrying = (reason: Error, attempt: number, delayMs: number, maxRetries: number | undefined): void => {
-      this.log.error(
-        `Cannot connect to ${sanitizeUrl(this.app.conf.broker)}: ${reason.message}. ` +
-          `Trying again in ${(delayMs / 1000).toFixed(2)} seconds... (${attempt}/${maxRetries ?? '∞'})`,
-      );
-    };
-    connection.on('retrying', onRetrying);
     try {
-      await connection.connect();
+      await connectLoudly(connection, this.app.conf.broker, this.log);
     } catch (error) {
       this.#running = false;
       await this.#http?.close();
       throw error;
-    } finally {
-      connection.off('retrying', onRetrying);
     }
     const transport = await connection.transport();
     this.#redeliveredFlag = transport.capabilities.redeliveredFlag === true;
@@ -231,16 +223,11 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     });
     consumer.on('error', (error) => {
       this.log.error(`consumer: ${error.message}`);
-      if (error instanceof PermissionDenied) {
-        this.log.critical('Stopping: this worker cannot consume until the broker user is granted that command.');
-        this.emit('fatal', error);
-        void this.stop();
-      } else if (error instanceof TlsFailure) {
-        // The broker's certificate went bad after the worker started (a reconnect failed on it): no retry cures it.
-        this.log.critical('Stopping: this worker cannot reach the broker until its TLS settings or certificate are fixed.');
-        this.emit('fatal', error);
-        void this.stop();
-      }
+      const fatal = fatalConsumerError(error);
+      if (fatal === undefined) return;
+      this.log.critical(fatal);
+      this.emit('fatal', error);
+      void this.stop();
     });
     // Refused by the consumer before the worker sees it (a body over maxMessageSize): reported as the worker's own.
     consumer.on('rejected', (delivery, reason) => {
