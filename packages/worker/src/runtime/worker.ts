@@ -1,6 +1,6 @@
 import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Consumer, PermissionDenied, TlsFailure, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, KqError, PermissionDenied, TlsFailure, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
 import type { AppContract } from '../task/app-contract';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -211,10 +211,24 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       throw error;
     }
 
+    try {
+      await this.#startConsuming(transport);
+    } catch (error) {
+      // Never left running un-ready (steps beating, nothing consumed): stop what started and say why.
+      this.log.critical(`Stopping: the worker could not start consuming: ${error instanceof Error ? error.message : String(error)}`);
+      this.emit('fatal', error instanceof Error ? error : new KqError(String(error)));
+      await this.stop({ cold: true }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The bootsteps, the control node and the task consumer, in that order; ready once they all run. */
+  async #startConsuming(transport: Transport): Promise<void> {
     for (const step of this.#steps) {
       await step.start(this);
       this.#started.push(step);
     }
+    const connection = this.app.connection;
 
     if ((this.#options.enableRemoteControl ?? true) && transport.capabilities.fanout) {
       const commands = Object.assign(controlCommands(this), ...this.#steps.map((step) => step.commands?.(this) ?? {}));
