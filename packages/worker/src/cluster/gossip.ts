@@ -7,6 +7,7 @@ import { SOFTWARE_INFO } from '../protocol/software-info';
 import type { WorkerHost } from '../runtime/worker-host';
 import { compareCodePoints } from './code-point-order';
 import { heapPush, type ElectionEntry } from './election-heap';
+import { isLostBurst } from './lost-burst';
 import type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
 import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
@@ -90,6 +91,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #found = new Map<string, Record<string, unknown>>();
   /** When the last check ran (seconds), to notice that this process itself was not running. */
   #lastCheck = 0;
+  /** When this watcher first found a burst of workers silent (seconds); it reports them a heartbeat interval later. */
+  #doubtingSince: number | undefined;
   #receiver: EventReceiver | undefined;
   #heartbeatReceiver: EventReceiver | undefined;
   #notices: EventDispatcher | undefined;
@@ -299,8 +302,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (this.#stopped) return;
     const lost: string[] = [];
     if (this.#watching) {
-      for (const worker of [...this.state.workers.values()]) {
-        if (this.#isAlive(worker, now)) continue;
+      const silent = [...this.state.workers.values()].filter((worker) => !this.#isAlive(worker, now));
+      for (const worker of this.#doubtsOwnView(silent.length, now) ? [] : silent) {
         this.#forget(worker, 'missed heartbeat from');
         this.#reportedLost.add(worker.hostname);
         lost.push(worker.hostname);
@@ -318,6 +321,28 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     if (this.#reportedLost.size > 10_000) this.#reportedLost.clear();
     this.#reconsider(now);
+  }
+
+  /**
+   * True while a watcher holds back a burst of losses (`isLostBurst`): it is more likely the one that fell behind, so
+   * those workers are reported only if they are still silent a heartbeat interval after the burst was first seen
+   * (whoever beat meanwhile is alive again and is not reported).
+   */
+  #doubtsOwnView(silent: number, now: number): boolean {
+    if (!isLostBurst(silent, this.state.workers.size)) {
+      this.#doubtingSince = undefined;
+      return false;
+    }
+    if (this.#doubtingSince === undefined) {
+      this.#doubtingSince = now;
+      this.worker.log.warning(
+        `gossip: ${silent} of ${this.state.workers.size} workers silent at once; this watcher may be the one behind, so they are reported lost only if still silent in ${this.#heartbeatInterval} s`,
+      );
+      return true;
+    }
+    if (now < this.#doubtingSince + this.#heartbeatInterval) return true;
+    this.#doubtingSince = undefined;
+    return false;
   }
 
   /** A notice from a watcher on kq's notice exchange (never from this worker: its own only move the clock). */
@@ -342,9 +367,16 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       // Its heartbeat interval is not the notices': a peer heard of only from them is taken to beat as this one does.
       this.#learn(from, this.state.workers.has(from) ? software : { freq: this.#heartbeatInterval, ...software }, now);
     } else if (type === 'worker-lost') {
+      // In a burst, the workers this one takes for the watchers are kept until their own notices stop: one lagging
+      // watcher's word would otherwise leave it short of watchers, and it would start following every heartbeat.
+      const kept = isLostBurst(nodes.length, this.state.workers.size) ? this.#presumedWatchers() : new Set<string>();
       for (const node of nodes) {
         const worker = typeof node === 'string' && node !== this.hostname ? this.state.workers.get(node) : undefined;
         if (!worker) continue;
+        if (kept.has(worker.hostname)) {
+          if (!this.#watchersSeen.has(worker.hostname)) this.#watchersSeen.set(worker.hostname, { at: now, freq: this.#noticePeriod });
+          continue;
+        }
         this.#watchersSeen.delete(node as string);
         this.#forget(worker, `reported lost by ${from}:`);
       }
@@ -356,6 +388,12 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       }
     }
     this.#reconsider(now);
+  }
+
+  /** The kq workers this one takes for the watchers: the `watchers` lowest names among the kq workers it knows. */
+  #presumedWatchers(): Set<string> {
+    const kq = [...this.state.workers.values()].filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname);
+    return new Set(kq.sort(compareCodePoints).slice(0, this.#watchers));
   }
 
   #forget(worker: ClusterWorker, why: string): void {
