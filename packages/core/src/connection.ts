@@ -1,4 +1,4 @@
-import { BrokerUnreachable, KqError } from './errors';
+import { BrokerUnreachable, KqError, QueueNotFound } from './errors';
 import { Exchange } from './exchange';
 import { DEFAULT_MAX_MESSAGE_SIZE, validMaxMessageSize } from './message-size';
 import { type Queue } from './queue';
@@ -235,9 +235,22 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   }
 }
 
+/**
+ * Declares an exchange, or a queue and its bindings. A queue that vanished between its declaration and a binding
+ * (an auto-delete queue whose last consumer just left, or one past its `x-expires`) is declared and bound once more:
+ * that is a race with the broker, not a mistake, and failing would fail whatever opened the channel.
+ */
 export async function declareEntity(channel: Channel, entity: Entity): Promise<void> {
-  if (entity instanceof Exchange) await channel.declareExchange(entity);
-  else await channel.declareQueue(entity);
+  if (entity instanceof Exchange) {
+    await channel.declareExchange(entity);
+    return;
+  }
+  try {
+    await channel.declareQueue(entity);
+  } catch (error) {
+    if (!(error instanceof QueueNotFound) || error.queue !== entity.name) throw error;
+    await channel.declareQueue(entity);
+  }
 }
 
 // Entities are immutable and a sender reuses the same ones, so each one's key is built once.

@@ -72,6 +72,13 @@ describe('Mailbox on the memory transport', () => {
     expect(none).toEqual([]);
   });
 
+  it('waits firstReplyTimeout for a first answer slower than timeout', async () => {
+    await startNode('a@host');
+    // With a 20 ms window (and a request expiring after it) this answer, 150 ms away, would be lost.
+    const replies = await mailbox.broadcast('slow', { arguments: { ms: 150 }, reply: true, timeout: 20, firstReplyTimeout: 30_000 });
+    expect(replies).toEqual([{ 'a@host': { ok: 'slept' } }]);
+  });
+
   it('stops collecting once `until` says so', async () => {
     await startNode('a@host');
     await startNode('b@host');

@@ -1,7 +1,7 @@
 // EventReceiver and EventDispatcher (docs/wire.md#events, docs/wire.md#lamport-clocks): event shape, exchange type per
 // transport, groups, the receiver's clock rules (task-sent!), list bodies, malformed input, the heartbeat wake-up, and
 // a dispatcher that never throws.
-import { Connection, Exchange, LamportClock, Mailbox, type TransportCapabilities } from '@kq/core';
+import { Connection, Exchange, LamportClock, Mailbox, MemoryBroker, type TransportCapabilities } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEvent, eventGroup, eventRoutingKey, utcOffsetHours, type ReceivedEvent } from '../src/events/event';
 import { EventDispatcher } from '../src/events/event-dispatcher';
@@ -144,5 +144,20 @@ describe('events', () => {
     await expect(dispatcher.publish('worker-heartbeat')).rejects.toThrow();
     dispatcher.enabled = false;
     expect(dispatcher.send('worker-heartbeat')).toBeUndefined();
+  });
+  it('a closed receiver\'s queue is gone for good: a channel opened later does not declare it again', async () => {
+    // Gossip closes its heartbeat receiver once it leaves heartbeats to the watchers. A connection that still
+    // remembered the queue declared it again on every new channel, racing the broker's auto-delete (RabbitMQ
+    // answered the binding with 404 and the new channel, a worker's consumer, failed).
+    const broker = memoryBrokerName('events-forget');
+    const connection = connect(broker);
+    const receiver = new EventReceiver(connection, { routingKey: 'worker.heartbeat' });
+    await receiver.start();
+    expect(MemoryBroker.named(broker).hasQueue(receiver.queueName)).toBe(true);
+    await receiver.close();
+    expect(MemoryBroker.named(broker).hasQueue(receiver.queueName)).toBe(false);
+    const channel = await connection.createChannel();
+    cleanups.push(() => channel.close());
+    expect(MemoryBroker.named(broker).hasQueue(receiver.queueName)).toBe(false);
   });
 });

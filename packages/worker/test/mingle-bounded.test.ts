@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../src/app/app';
 import { clusterOf } from '../src/cluster/cluster-context';
 import { clusterSteps } from '../src/cluster/cluster-steps';
-import { allWatchersAnswered, HELLO_WATCHERS_ONLY } from '../src/cluster/mingle';
+import { allWatchersAnswered, HELLO_WATCHERS_ONLY, WATCHERS_HELLO_WINDOW } from '../src/cluster/mingle';
 import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
@@ -106,6 +106,27 @@ describe('bounded Mingle', () => {
     expect(asked).toEqual([true, false]);
     expect(me.worker.state.revoked.has('from-quiet')).toBe(true);
     expect(me.app.clock.value).toBeGreaterThan(4242);
+  });
+
+  it("a watchers-only hello lives longer than Celery's, so a busy watcher's late answer still counts", async () => {
+    const broker = memoryBrokerName('mingle-bounded-expiry');
+    const me = newWorker(broker, 'me@test'); // mingleTimeout 0.3 s
+    const lifetimes: Array<[boolean, number]> = [];
+    const node: MailboxNode = me.app.control.mailbox.node('busy@test', {
+      hello: (args, context) => {
+        lifetimes.push([args[HELLO_WATCHERS_ONLY] === true, Number(context.headers['expires']) - Date.now() / 1000]);
+        return { clock: 7, revoked: {}, kq_watchers: ['busy@test'], kq_peers: [] };
+      },
+    });
+    await node.listen();
+    cleanups.push(() => node.close());
+    await me.worker.start();
+    expect(lifetimes).toHaveLength(1); // answered, so there was no second hello to everyone
+    const [[watchersOnly, lifetime]] = lifetimes as [[boolean, number]];
+    expect(watchersOnly).toBe(true);
+    // Celery's hello expires after Mingle's timeout (0.3 s here); this one after WATCHERS_HELLO_WINDOW times it.
+    expect(lifetime).toBeGreaterThan(0.3 * 2);
+    expect(lifetime).toBeLessThanOrEqual(0.3 * WATCHERS_HELLO_WINDOW);
   });
 
   it('a Python-style reply (no hints) is synced with, and collecting waits for every watcher named', () => {

@@ -40,6 +40,11 @@ export interface BroadcastOptions {
   reply?: boolean;
   /** Stop collecting once no reply arrived for this long (ms). Default 1000, as Celery. */
   timeout?: number;
+  /**
+   * How long to wait for the first reply (ms), when longer than `timeout`; the request expires after it too, so a
+   * busy node's late answer still counts. Later replies are awaited `timeout` each. Default: `timeout`.
+   */
+  firstReplyTimeout?: number;
   /** Stop after this many replies (defaults to the number of destinations when given). */
   limit?: number;
   /** Stop as soon as this returns true for the replies collected so far (asked after each reply). */
@@ -161,6 +166,7 @@ export class Mailbox implements NodeMailbox {
       matcher: options.pattern ? (options.matcher ?? 'glob') : null,
     };
     const timeout = options.timeout ?? 1000;
+    const firstReplyTimeout = Math.max(timeout, options.firstReplyTimeout ?? timeout);
     if (!options.reply) {
       await this.#publish(request, 0);
       return [];
@@ -179,7 +185,7 @@ export class Mailbox implements NodeMailbox {
       };
       const arm = (): void => {
         if (timer) clearTimeout(timer);
-        timer = setTimeout(finish, timeout);
+        timer = setTimeout(finish, collector.replies.length > 0 ? timeout : firstReplyTimeout);
       };
       const collector: Collector = {
         replies: [],
@@ -194,7 +200,7 @@ export class Mailbox implements NodeMailbox {
       this.#unclaimed.delete(ticket);
       // Mandatory: when no node's queue is bound to the exchange the broker says so at once, and there is no one
       // to wait `timeout` for (a worker starting alone skips Mingle's second; `inspect` with no workers answers now).
-      this.#publish(request, timeout, true).then(arm, (error: unknown) => {
+      this.#publish(request, firstReplyTimeout, true).then(arm, (error: unknown) => {
         this.#collectors.delete(ticket);
         if (error instanceof UnroutableError) resolve(collector.replies);
         else reject(error);

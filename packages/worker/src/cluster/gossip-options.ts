@@ -31,3 +31,22 @@ export interface GossipOptions {
   /** This worker's heartbeat interval, seconds (default 2): how often lost workers are looked for; a watcher says so every five. */
   heartbeatInterval?: number;
 }
+
+/** Celery's default interval between checks for lost workers, seconds. */
+export const DEFAULT_GOSSIP_INTERVAL = 5.0;
+
+/** kq workers that follow every heartbeat (the watchers), by default. */
+export const DEFAULT_GOSSIP_WATCHERS = 3;
+
+/**
+ * A watcher says it watches once every this many heartbeat intervals. Every kq worker receives these, so they are
+ * kept rare: a watcher that dies is reported by the other watchers within three heartbeat intervals, and a starting
+ * worker learns the watchers from Mingle; the notices only matter when every watcher went at once.
+ */
+export const WATCHING_NOTICE_INTERVALS = 5;
+
+/** What a watcher tells a starting kq worker's Mingle: whom it takes for the watchers, and every peer it knows alive. */
+export interface MingleHints {
+  watchers: string[];
+  peers: string[];
+}

@@ -1,4 +1,4 @@
-import { KqError, LamportClock, TypedEmitter, type Delivery } from '@kq/core';
+import { KqError, type LamportClock, TypedEmitter, type Delivery } from '@kq/core';
 import { ClusterState, type ClusterWorker } from '../events/cluster-state';
 import { EventDispatcher } from '../events/event-dispatcher';
 import { EventReceiver, prepareEvent, type EventBinding } from '../events/event-receiver';
@@ -6,33 +6,16 @@ import { isEventLike, nowSeconds, type ReceivedEvent } from '../events/event';
 import { SOFTWARE_INFO } from '../protocol/software-info';
 import type { WorkerHost } from '../runtime/worker-host';
 import { compareCodePoints } from './code-point-order';
-import { heapPush, type ElectionEntry } from './election-heap';
-import type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
+import { Elections } from './elections';
+import { isLostBurst } from './lost-burst';
+import { DEFAULT_GOSSIP_INTERVAL, DEFAULT_GOSSIP_WATCHERS, WATCHING_NOTICE_INTERVALS, type ElectionHandler, type GossipEvents, type GossipOptions, type MingleHints } from './gossip-options';
 import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
-export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
-
-/** Celery's default interval between checks for lost workers, seconds. */
-export const DEFAULT_GOSSIP_INTERVAL = 5.0;
-
-/** kq workers that follow every heartbeat (the watchers), by default. */
-export const DEFAULT_GOSSIP_WATCHERS = 3;
+export { DEFAULT_GOSSIP_INTERVAL, DEFAULT_GOSSIP_WATCHERS, WATCHING_NOTICE_INTERVALS } from './gossip-options';
+export type { ElectionHandler, GossipEvents, GossipOptions, MingleHints } from './gossip-options';
 
 /** The longest a starting worker listens for the watchers before deciding whether to be one. */
 const MAX_DECISION_MS = 3000;
-
-/**
- * A watcher says it watches once every this many heartbeat intervals. Every kq worker receives these, so they are
- * kept rare: a watcher that dies is reported by the other watchers within three heartbeat intervals, and a starting
- * worker learns the watchers from Mingle; the notices only matter when every watcher went at once.
- */
-export const WATCHING_NOTICE_INTERVALS = 5;
-
-/** What a watcher tells a starting kq worker's Mingle: whom it takes for the watchers, and every peer it knows alive. */
-export interface MingleHints {
-  watchers: string[];
-  peers: string[];
-}
 
 /** The worker events every kq worker follows: few, whatever the fleet's size (heartbeats are left to the watchers). */
 const FOLLOWED_EVENTS = ['worker.online', 'worker.offline', 'worker.elect', 'worker.elect.ack'] as const;
@@ -60,10 +43,7 @@ export function gossipNoticeExchange(eventExchange: string): string {
  * name watches (a new worker does until it has heard of them). What workers send is unchanged: Python workers and
  * monitors see kq workers exactly as before.
  *
- * Elections: Python's leader choice (`LamportClock.sort_heap`) crashes a worker whose heap holds a single request
- * (docs/wire.md#mingle-heartbeats-and-gossip). A kq worker with no live peer decides alone without sending anything,
- * and one with peers waits for all their requests before deciding, so it never decides on a single entry while others
- * take part.
+ * Elections are run as Celery runs them, without Python's single-request crash: see `Elections`.
  */
 export class Gossip extends TypedEmitter<GossipEvents> {
   readonly worker: WorkerHost;
@@ -72,12 +52,11 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly fullHostname: string;
   readonly state = new ClusterState({ maxTasks: 1 });
   readonly clock: LamportClock;
-  readonly electionHandlers = new Map<string, ElectionHandler>();
+  /** Election topics and what the winner does (`task`: send the signature in the action). */
+  readonly electionHandlers: Map<string, ElectionHandler>;
+  readonly #elections: Elections;
   readonly #dispatcher: EventDispatcher | undefined;
   readonly #options: GossipOptions;
-  readonly #requests = new Map<string, ElectionEntry[]>();
-  readonly #replies = new Map<string, string[]>();
-  readonly #deadlines = new Map<string, NodeJS.Timeout>();
   readonly #watchers: number;
   readonly #heartbeatInterval: number;
   /** Seconds between a watcher's `worker-watching` notices. */
@@ -90,6 +69,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #found = new Map<string, Record<string, unknown>>();
   /** When the last check ran (seconds), to notice that this process itself was not running. */
   #lastCheck = 0;
+  /** When this watcher first found a burst of workers silent (seconds); it reports them a heartbeat interval later. */
+  #doubtingSince: number | undefined;
   #receiver: EventReceiver | undefined;
   #heartbeatReceiver: EventReceiver | undefined;
   #notices: EventDispatcher | undefined;
@@ -114,6 +95,17 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#watchers = options.watchers ?? DEFAULT_GOSSIP_WATCHERS;
     this.#heartbeatInterval = options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL;
     this.#noticePeriod = this.#heartbeatInterval * WATCHING_NOTICE_INTERVALS;
+    this.#elections = new Elections(
+      {
+        fullHostname: this.fullHostname,
+        log: worker.log,
+        alivePeers: () => this.aliveWorkers().length,
+        send: (type, fields) => this.#dispatcher?.send(type, fields),
+        elected: (id, leader, topic, won) => this.emit('elected', id, leader, topic, won),
+      },
+      options.electionTimeout ?? 5000,
+    );
+    this.electionHandlers = this.#elections.handlers;
     this.electionHandlers.set('task', (action) => this.#callTask(action));
     this.state.on('node-join', (w) => {
       worker.log.debug(`${w.hostname} joined the party`);
@@ -206,8 +198,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (this.#noticeTimer) clearInterval(this.#noticeTimer);
     this.#timer = undefined;
     this.#noticeTimer = undefined;
-    for (const timer of this.#deadlines.values()) clearTimeout(timer);
-    this.#deadlines.clear();
+    this.#elections.stop();
     await this.#watchChange;
     const receivers = [this.#receiver, this.#heartbeatReceiver];
     this.#receiver = undefined;
@@ -299,8 +290,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (this.#stopped) return;
     const lost: string[] = [];
     if (this.#watching) {
-      for (const worker of [...this.state.workers.values()]) {
-        if (this.#isAlive(worker, now)) continue;
+      const silent = [...this.state.workers.values()].filter((worker) => !this.#isAlive(worker, now));
+      for (const worker of this.#doubtsOwnView(silent.length, now) ? [] : silent) {
         this.#forget(worker, 'missed heartbeat from');
         this.#reportedLost.add(worker.hostname);
         lost.push(worker.hostname);
@@ -318,6 +309,28 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     if (this.#reportedLost.size > 10_000) this.#reportedLost.clear();
     this.#reconsider(now);
+  }
+
+  /**
+   * True while a watcher holds back a burst of losses (`isLostBurst`): it is more likely the one that fell behind, so
+   * those workers are reported only if they are still silent a heartbeat interval after the burst was first seen
+   * (whoever beat meanwhile is alive again and is not reported).
+   */
+  #doubtsOwnView(silent: number, now: number): boolean {
+    if (!isLostBurst(silent, this.state.workers.size)) {
+      this.#doubtingSince = undefined;
+      return false;
+    }
+    if (this.#doubtingSince === undefined) {
+      this.#doubtingSince = now;
+      this.worker.log.warning(
+        `gossip: ${silent} of ${this.state.workers.size} workers silent at once; this watcher may be the one behind, so they are reported lost only if still silent in ${this.#heartbeatInterval} s`,
+      );
+      return true;
+    }
+    if (now < this.#doubtingSince + this.#heartbeatInterval) return true;
+    this.#doubtingSince = undefined;
+    return false;
   }
 
   /** A notice from a watcher on kq's notice exchange (never from this worker: its own only move the clock). */
@@ -342,9 +355,16 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       // Its heartbeat interval is not the notices': a peer heard of only from them is taken to beat as this one does.
       this.#learn(from, this.state.workers.has(from) ? software : { freq: this.#heartbeatInterval, ...software }, now);
     } else if (type === 'worker-lost') {
+      // In a burst, the workers this one takes for the watchers are kept until their own notices stop: one lagging
+      // watcher's word would otherwise leave it short of watchers, and it would start following every heartbeat.
+      const kept = isLostBurst(nodes.length, this.state.workers.size) ? this.#presumedWatchers() : new Set<string>();
       for (const node of nodes) {
         const worker = typeof node === 'string' && node !== this.hostname ? this.state.workers.get(node) : undefined;
         if (!worker) continue;
+        if (kept.has(worker.hostname)) {
+          if (!this.#watchersSeen.has(worker.hostname)) this.#watchersSeen.set(worker.hostname, { at: now, freq: this.#noticePeriod });
+          continue;
+        }
         this.#watchersSeen.delete(node as string);
         this.#forget(worker, `reported lost by ${from}:`);
       }
@@ -356,6 +376,12 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       }
     }
     this.#reconsider(now);
+  }
+
+  /** The kq workers this one takes for the watchers: the `watchers` lowest names among the kq workers it knows. */
+  #presumedWatchers(): Set<string> {
+    const kq = [...this.state.workers.values()].filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname);
+    return new Set(kq.sort(compareCodePoints).slice(0, this.#watchers));
   }
 
   #forget(worker: ClusterWorker, why: string): void {
@@ -422,76 +448,19 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
   }
 
-  /**
-   * Starts an election (the `election` control command): every live worker that got the command announces itself
-   * with `worker-elect`, everybody acknowledges, and the request with the lowest clock wins. Alone, this worker wins
-   * at once without sending anything.
-   */
+  /** Starts an election (the `election` control command); see `Elections`. */
   election(id: string, topic: string, action: unknown = null): void {
-    if (this.aliveWorkers().length === 0) {
-      this.worker.log.info(`I won the election ${JSON.stringify(id)} (no other worker is alive)`);
-      this.emit('elected', id, this.fullHostname, topic, true);
-      this.#runElected(id, topic, action);
-      return;
-    }
-    this.#replies.set(id, []);
-    this.#dispatcher?.send('worker-elect', { id, topic, action, cver: 1 });
+    this.#elections.start(id, topic, action);
   }
 
-  /** A `worker-elect` from any worker (this one included): record the request and acknowledge it. */
+  /** A `worker-elect` from any worker (this one included). */
   onElect(event: Record<string, unknown>): void {
-    const { id, clock, hostname, pid, topic, action } = event;
-    if (typeof id !== 'string' || typeof clock !== 'number' || typeof hostname !== 'string' || typeof topic !== 'string' || !('pid' in event)) {
-      throw new KqError(`election request missing field: ${JSON.stringify(event).slice(0, 200)}`);
-    }
-    let heap = this.#requests.get(id);
-    if (!heap) {
-      heap = [];
-      this.#requests.set(id, heap);
-    }
-    heapPush(heap, [clock, `${hostname}.${String(pid)}`, topic, action ?? null]);
-    this.#dispatcher?.send('worker-elect-ack', { id });
-    this.#maybeDecide(id);
+    this.#elections.onElect(event);
   }
 
-  /**
-   * A `worker-elect-ack`. Celery decides once it has as many acks as live peers, even if the heap holds only its own
-   * request — the case that crashes Python. This waits until every live peer's request is in too, or until
-   * `electionTimeout` passes, then decides the way Python does (`LamportClock.sort_heap`).
-   */
+  /** A `worker-elect-ack`. */
   onElectAck(event: Record<string, unknown>): void {
-    const id = event['id'];
-    if (typeof id !== 'string') return;
-    const replies = this.#replies.get(id);
-    if (!replies) return; // not an election this worker started
-    replies.push(String(event['hostname']));
-    this.#maybeDecide(id);
-  }
-
-  #maybeDecide(id: string, force = false): void {
-    const replies = this.#replies.get(id);
-    if (!replies) return;
-    const peers = this.aliveWorkers().length;
-    const heap = this.#requests.get(id) ?? [];
-    if (!force && (replies.length < peers || heap.length < peers + 1)) {
-      if (!this.#deadlines.has(id)) {
-        const timer = setTimeout(() => this.#maybeDecide(id, true), this.#options.electionTimeout ?? 5000);
-        timer.unref();
-        this.#deadlines.set(id, timer);
-      }
-      return;
-    }
-    clearTimeout(this.#deadlines.get(id));
-    this.#deadlines.delete(id);
-    this.#requests.delete(id);
-    this.#replies.delete(id);
-    const winner = LamportClock.sortHeap(heap);
-    if (!winner) return;
-    const [, leader, topic, action] = winner;
-    const won = leader === this.fullHostname;
-    this.worker.log.info(won ? `I won the election ${JSON.stringify(id)}` : `node ${leader} elected for ${JSON.stringify(id)}`);
-    this.emit('elected', id, leader, topic, won);
-    if (won) this.#runElected(id, topic, action);
+    this.#elections.onElectAck(event);
   }
 
   #workerEvent(raw: Record<string, unknown> & { type: string }, delivery: Delivery): void {
@@ -506,17 +475,6 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     this.state.event(event);
     this.#reconsider();
-  }
-
-  #runElected(id: string, topic: string, action: unknown): void {
-    const handler = this.electionHandlers.get(topic);
-    if (!handler) {
-      this.worker.log.error(`Unknown election topic ${JSON.stringify(topic)} (election ${JSON.stringify(id)})`);
-      return;
-    }
-    Promise.resolve()
-      .then(() => handler(action))
-      .catch((error: unknown) => this.worker.log.error(`election ${JSON.stringify(id)}: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** The `task` topic: the action is a signature to send. */

@@ -12,6 +12,11 @@ const MINGLE_TRANSPORTS: ReadonlySet<string> = new Set(['amqp', 'redis']);
  * `**kwargs`, so Python workers ignore it and answer as they always do; other kq workers stay silent.
  */
 export const HELLO_WATCHERS_ONLY = 'kq_watchers_only';
+/**
+ * A watchers-only `hello` waits this many times Mingle's timeout for the first answer, and expires after as long:
+ * the watchers are few and busy, and a reply of theirs that comes late is still far cheaper than asking everyone.
+ */
+export const WATCHERS_HELLO_WINDOW = 5;
 /** Reply fields a watcher adds for a kq asker (Celery's `sync_with_node` takes `**kwargs` and ignores them). */
 export const HELLO_WATCHERS = 'kq_watchers';
 export const HELLO_PEERS = 'kq_peers';
@@ -116,8 +121,8 @@ export async function mingle(worker: WorkerHost, timeoutMs = 1000, neighbours?: 
 }
 
 /**
- * One `hello` broadcast. `watchersOnly`: only kq's Gossip watchers (and Python workers) answer, and collecting stops
- * once every watcher named in the replies has answered; otherwise every worker answers and collecting stops when
+ * One `hello` broadcast. `watchersOnly`: only kq's Gossip watchers (and Python workers) answer, within a longer first
+ * window (`WATCHERS_HELLO_WINDOW`), and collecting stops once every watcher named in the replies has answered; otherwise every worker answers and collecting stops when
  * `timeoutMs` passes without a reply, as Celery's.
  */
 function sayHello(worker: WorkerHost, mailbox: Mailbox, timeoutMs: number, watchersOnly: boolean): Promise<MailboxReply[]> {
@@ -127,6 +132,7 @@ function sayHello(worker: WorkerHost, mailbox: Mailbox, timeoutMs: number, watch
     arguments: { ...args, [HELLO_WATCHERS_ONLY]: true },
     reply: true,
     timeout: timeoutMs,
+    firstReplyTimeout: timeoutMs * WATCHERS_HELLO_WINDOW,
     until: (replies) => allWatchersAnswered(replies, worker.hostname),
   });
 }

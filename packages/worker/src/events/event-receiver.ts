@@ -140,6 +140,9 @@ export class EventReceiver extends TypedEmitter<EventReceiverEvents> {
     this.#consumer = undefined;
     if (!consumer) return;
     await consumer.cancel();
+    // Deleted on purpose: the connection must not declare it again on every new channel. A stale one re-created the
+    // queue (bound, with no consumer) and raced the broker's auto-delete, failing the new channel's declarations.
+    if (this.#queue) this.connection.forget(this.#queue);
     // Virtual transports (Redis, memory) do not auto-delete; remove the queue and its bindings ourselves.
     await this.connection.ensure((channel) => channel.deleteQueue(this.queueName), { maxRetries: 0 }).catch(() => undefined);
   }

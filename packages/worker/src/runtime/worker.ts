@@ -1,6 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Consumer, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue } from '@kq/core';
+import { Consumer, KqError, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
 import type { AppContract } from '../task/app-contract';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
@@ -16,6 +15,7 @@ import { connectLoudly } from './connect-loudly';
 import { controlCommands } from './control-commands';
 import { deferToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
 import { fatalConsumerError } from './fatal-consumer-error';
+import { settledWithin } from './settled-within';
 import { storeFailure, storeUnreadable } from './failure-records';
 import { onStopSignals } from '../platform/stop-signals';
 import { RedeliveryGuard } from './redelivery';
@@ -38,8 +38,6 @@ const ABANDON_SETTLE_MS = 5000;
  * unstarted messages, the worker-offline event): with a broker that is down those would wait for it without end.
  */
 const BROKER_CLOSE_BOUND_MS = 10_000;
-/** Shutdown's bounded waits must not keep the process alive once everything else has closed. */
-const UNREF = { ref: false };
 
 /**
  * Consumes task messages and runs them: prefetch = concurrency × multiplier, revokes and expiry honoured on
@@ -184,29 +182,37 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     await this.app.codecsReady();
     this.#warnIfPickleAccepted();
     const connection = this.app.connection;
+    let transport: Transport;
     try {
       await connectLoudly(connection, this.app.conf.broker, this.log);
-    } catch (error) {
-      this.#running = false;
-      await this.#http?.close();
-      throw error;
-    }
-    const transport = await connection.transport();
-    this.#redeliveredFlag = transport.capabilities.redeliveredFlag === true;
-    this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
-    this.#detachMetrics = attachTaskMetrics(this);
-    try {
+      transport = await connection.transport();
+      this.#redeliveredFlag = transport.capabilities.redeliveredFlag === true;
+      this.log.info(`Connected to ${sanitizeUrl(this.app.conf.broker)} (${transport.name})`);
       await this.pool.start();
     } catch (error) {
       this.#running = false;
       await this.#http?.close();
       throw error;
     }
+    this.#detachMetrics = attachTaskMetrics(this);
+    try {
+      await this.#startConsuming(transport);
+    } catch (error) {
+      // Never left running un-ready (steps beating, nothing consumed): stop what started and say why.
+      this.log.critical(`Stopping: the worker could not start consuming: ${error instanceof Error ? error.message : String(error)}`);
+      this.emit('fatal', error instanceof Error ? error : new KqError(String(error)));
+      await this.stop({ cold: true }).catch(() => undefined);
+      throw error;
+    }
+  }
 
+  /** The bootsteps, the control node and the task consumer, in that order; ready once they all run. */
+  async #startConsuming(transport: Transport): Promise<void> {
     for (const step of this.#steps) {
       await step.start(this);
       this.#started.push(step);
     }
+    const connection = this.app.connection;
 
     if ((this.#options.enableRemoteControl ?? true) && transport.capabilities.fanout) {
       const commands = Object.assign(controlCommands(this), ...this.#steps.map((step) => step.commands?.(this) ?? {}));
@@ -464,7 +470,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     await this.pool.close(); // jobs not started yet were not acked: given back too
     if (!cold) {
       const timeout = (this.#options.shutdownTimeout ?? this.app.conf.workerShutdownTimeout) * 1000;
-      const finished = await Promise.race([this.pool.drained().then(() => true), sleep(timeout, undefined, UNREF).then(() => false)]);
+      const finished = await settledWithin(this.pool.drained(), timeout);
       if (!finished) {
         this.log.warning(`${this.state.active.size} task(s) still running after ${timeout / 1000}s; giving them back to the queue`);
         this.#abandonActive('shutdown timeout');
@@ -473,9 +479,9 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       this.#abandonActive('cold shutdown');
     }
     // Abandoned runs settle (requeue) now; wait for that before the channel closes, within a bound.
-    await Promise.race([this.pool.drained(), sleep(ABANDON_SETTLE_MS, undefined, UNREF)]);
+    await settledWithin(this.pool.drained(), ABANDON_SETTLE_MS);
     await this.pool.terminate();
-    const closed = await Promise.race([this.#closeBrokerSide().then(() => true), sleep(BROKER_CLOSE_BOUND_MS, undefined, UNREF).then(() => false)]);
+    const closed = await settledWithin(this.#closeBrokerSide(), BROKER_CLOSE_BOUND_MS);
     if (!closed) {
       this.log.warning(
         `Could not finish with the broker within ${BROKER_CLOSE_BOUND_MS / 1000} s (is it down?); stopping anyway. ` +
