@@ -20,13 +20,15 @@ const SIDE_BY_SIDE_WORKERS = Number(process.env['KQ_TEST_WORKERS'] ?? 3);
 
 /**
  * Files that run alone, after the others: each keeps a core busy for seconds (a browser, a burst of 100 000 events,
- * a busy loop whose CPU is counted) or checks how work is spread over time, which a busy machine would blur.
+ * a busy loop whose CPU is counted), checks how work is spread over time, which a busy machine would blur, or counts
+ * what the whole shared Redis server did (run-case: LPUSH calls per task from INFO commandstats).
  */
 const ALONE = [
   'packages/dashboard/test/browser.test.ts',
   'packages/dashboard/test/fleet-model.test.ts',
   'packages/worker/test/pool-scheduling.test.ts',
   'bench/test/postgres-peers.test.ts',
+  'bench/test/run-case.test.ts',
 ];
 
 // Tests run against the TypeScript sources (no build needed); the built packages are checked by `pnpm build`.
