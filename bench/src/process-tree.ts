@@ -139,9 +139,12 @@ export function processTreeRssBytes(root: number | undefined): number | null {
   return pages * PAGE_BYTES;
 }
 
-/** Samples a process tree's resident memory until stopped; resolves to the highest value seen (bytes). */
-export function sampleRssPeak(root: number | undefined, everyMs = 50): { stop(): number | null } {
-  let peak: number | null = null;
+/**
+ * Samples a process tree's resident memory until stopped; resolves to the highest value seen (bytes), never below
+ * `atLeast` (an idle reading taken just before: the tree may give memory back between that read and the first sample).
+ */
+export function sampleRssPeak(root: number | undefined, atLeast: number | null = null, everyMs = 50): { stop(): number | null } {
+  let peak: number | null = atLeast;
   const sample = (): void => {
     const rss = processTreeRssBytes(root);
     if (rss !== null) peak = Math.max(peak ?? 0, rss);

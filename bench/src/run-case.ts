@@ -161,7 +161,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
   const postgres = await postgresWindow(c, settings);
   if (early) {
     const idle = processTreeRssBytes(early.pid);
-    const peak = sampleRssPeak(early.pid);
+    const peak = sampleRssPeak(early.pid, idle);
     early.go();
     result = expect(await early.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'drain', c);
     memory = { idle, peak: peak.stop() };
@@ -225,7 +225,7 @@ async function drainWatchedAtBroker(
   // It starts on a full queue, so its "idle" memory is what it holds at its start signal.
   const cpuAtStart = processTreeCpuUs(worker.pid);
   const idle = processTreeRssBytes(worker.pid);
-  const peak = sampleRssPeak(worker.pid);
+  const peak = sampleRssPeak(worker.pid, idle);
   const deadline = Date.now() + settings.stepTimeoutMs;
   let emptySince: number | null = null;
   for (;;) {
@@ -314,7 +314,7 @@ async function memory(c: BenchCase, settings: RunSettings, start: Start): Promis
   await sleep(IDLE_SETTLE_MS);
   const idle = processTreeRssBytes(worker.pid);
   const cpuAtStart = processTreeCpuUs(worker.pid);
-  const peak = sampleRssPeak(worker.pid);
+  const peak = sampleRssPeak(worker.pid, idle);
   const postgres = await postgresWindow(c, settings);
   try {
     const fill = expect(await start('fill', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);

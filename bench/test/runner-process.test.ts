@@ -43,7 +43,9 @@ describe('RunnerProcess', () => {
   });
 
   it('times out a runner that hangs, says so, and kills it', async () => {
-    const runner = fake(`process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('still going');`, 'stuck runner');
+    const runner = fake(`process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('still going'); console.log('KQBENCH_STARTED');`, 'stuck runner');
+    // Running first (node takes a while to start on a busy machine): the 500 ms are the hang's, not the start-up's.
+    await runner.waitForLine((line) => line === 'KQBENCH_STARTED', 10_000, 'the runner starting');
     await expect(runner.result(500)).rejects.toThrow(/stuck runner: reporting a result did not happen within 1 s[\s\S]*still going/);
     expect(alive(runner.pid)).toBe(true);
     await runner.stop(); // ignores SIGTERM: killed after the grace period

@@ -24,7 +24,11 @@ export class WorkerHandle {
     const handle = new WorkerHandle(child);
     const deadline = Date.now() + 30_000;
     while (!handle.#output.includes('ready')) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the worker did not start: ${handle.#output.slice(-2000)}`);
+      if (child.exitCode !== null || Date.now() > deadline) {
+        // Not left running: nobody else holds it, and its pipes would keep the suite from exiting at the end.
+        await handle.kill();
+        throw new Error(`the worker did not start: ${handle.#output.slice(-2000)}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return handle;

@@ -194,9 +194,11 @@ describe.skipIf(!haveRedisServer)('no output of a fleet holds a secret', () => {
     for (const path of ['/metrics', '/healthz', '/readyz']) record(`worker GET ${path}`, await (await fetch(`http://127.0.0.1:${workerHttpPort}${path}`)).text());
 
     // The command line: what a person runs on the fleet.
-    const inspected = await run(['inspect', 'stats', '-t', '3', '-j']);
+    // Addressed to the one worker, a remote command ends with its reply instead of waiting out the timeout.
+    const toWorker = ['-t', '10', '-d', 'secrets@fleet'];
+    const inspected = await run(['inspect', 'stats', ...toWorker, '-j']);
     expect(inspected).toContain('transport_options'); // the worker answered: there is something to search
-    const commands = [['report'], ['inspect', 'conf', '-t', '3'], ['inspect', 'report', '-t', '3'], ['inspect', 'active_queues', '-t', '3'], ['status', '-t', '3'], ['result', failed.id], ['result', unreachable.id], ['dlq', 'list'], ['call', 'secrets.add', '-a', '[3, 4]', '--wait']];
+    const commands = [['report'], ['inspect', 'conf', ...toWorker], ['inspect', 'report', ...toWorker], ['inspect', 'active_queues', ...toWorker], ['status', ...toWorker], ['result', failed.id], ['result', unreachable.id], ['dlq', 'list'], ['call', 'secrets.add', '-a', '[3, 4]', '--wait']];
     // three at a time: each loads the app through tsx
     for (let i = 0; i < commands.length; i += 3) await Promise.all(commands.slice(i, i + 3).map(run));
     expect(outputs.get('kq report stdout')).toContain("broker_url: 'redis://:********@127.0.0.1");

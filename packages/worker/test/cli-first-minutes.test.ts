@@ -16,7 +16,10 @@ const appModule = fileURLToPath(new URL('./fixtures/reliability-app.ts', import.
 const DOWN_REDIS = 'redis://:s3cret@127.0.0.1:6390/0'; // nothing listens on 6390
 const DOWN_AMQP = 'amqp://guest:s3cret@127.0.0.1:5690';
 
-function kq(args: string[], options: { env?: Record<string, string>; untilStderr?: (text: string) => boolean; timeoutMs?: number } = {}): Promise<{ code: number | null; out: string; err: string; ms: number }> {
+function kq(
+  args: string[],
+  options: { env?: Record<string, string>; untilStderr?: (text: string) => boolean; until?: () => Promise<unknown> | undefined; timeoutMs?: number } = {},
+): Promise<{ code: number | null; out: string; err: string; ms: number }> {
   const env: Record<string, string> = { ...(process.env as Record<string, string>), NO_COLOR: '1', ...options.env };
   delete env['KQ_BROKER_URL'];
   delete env['CELERY_BROKER_URL'];
@@ -26,10 +29,14 @@ function kq(args: string[], options: { env?: Record<string, string>; untilStderr
     const child = spawn(process.execPath, ['--import', 'tsx', kqCli, ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
+    let stopWhen: Promise<void> | undefined;
+    const stop = (): void => void child.kill('SIGKILL');
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => {
       err += chunk.toString();
       if (options.untilStderr?.(err)) child.kill('SIGKILL');
+      const until = stopWhen === undefined ? options.until?.() : undefined;
+      if (until) stopWhen = until.then(stop, stop);
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
     child.on('close', (code) => {
@@ -84,14 +91,16 @@ describe('the kq CLI off the happy path', () => {
         server.close(() => resolve(port));
       });
     });
-    let ready: unknown;
+    let ready: Promise<number> | undefined;
     const { err } = await kq(['worker', '-A', appModule, '-b', 'memory://cli-http', '--http-port', String(free), '-l', 'info'], {
       untilStderr: (text) => {
         if (!text.includes('ready: queues') || ready !== undefined) return false;
         ready = fetch(`http://127.0.0.1:${free}/readyz`).then((response) => response.status);
         return false;
       },
-      timeoutMs: 5000, // the worker keeps running: it is stopped once this has passed
+      // The worker keeps running: it is stopped once /readyz has answered (or after the timeout).
+      until: () => ready,
+      timeoutMs: 15_000,
     });
     expect(err).toContain(`http endpoint on http://127.0.0.1:${free}`);
     expect(await ready).toBe(200);

@@ -101,7 +101,9 @@ describe.skipIf(!cluster)('redis cluster layout', () => {
     await (await sweeper.createChannel()).consume({ queues: [other as string], prefetch: 1, onMessage: () => undefined });
     await waitFor(async () => (await clusterQueueDepth(raw!, prefix, queue as string)) === 4, 10_000, 'the four back in their queue');
     expect(await raw!.hlen(`${prefix}unacked{${queue}}`)).toBe(0);
-    expect(sweeper.stats().leaseRestored).toBe(4);
+    // By its frequent sweeps, or by the one it runs as it starts when the leases ran out before it started (a slow start).
+    const { leaseRestored, visibilityRestored } = sweeper.stats();
+    expect(leaseRestored + visibilityRestored).toBe(4);
   });
 
   it('a promoter that never used a queue moves its due delayed messages', async () => {
