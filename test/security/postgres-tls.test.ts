@@ -5,6 +5,7 @@
  * over it; and an untrusted, expired or misnamed certificate failing the first attempt with one line naming it.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Connection, KqError, Queue, TlsFailure, type OutgoingMessage } from '@kq/core';
 import { brokerReachable, brokerUrls, freePort, makeTestCertificates, pythonAvailable, pythonInterpreter, serverAvailable, type TestCertificates } from '@kq/test-harness';
@@ -19,6 +20,7 @@ const canRun = await serverAvailable(['sh', '-c', 'ls /usr/lib/postgresql/*/bin/
 const quiet = { warn: () => undefined };
 // Python's side keeps results in the shared Redis (as the PostgreSQL interop test does); the TLS endpoint is the broker.
 const python = canRun && (await pythonAvailable(['celery', 'sqlalchemy', 'psycopg2'])) && (await brokerReachable('redis'));
+const MODERN_CELERY = ['celery55', 'celery56'].map((tree) => new URL(`../../../shared/python/${tree}`, import.meta.url).pathname);
 const PYTHON_BACKEND = 'redis://127.0.0.1:6379/8';
 const sharedWithoutTls = canRun && (await brokerReachable('postgres')) && (await sslSetting(brokerUrls.postgres)) === 'off';
 
@@ -127,7 +129,7 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
     }
   }, 60_000);
 
-  it.skipIf(!python)('shares the verify-full TLS broker with Python Celery on sqla+postgresql://: tasks and results cross both ways', async () => {
+  it.skipIf(!python)('shares the verify-full TLS broker with Python Celery on sqla+postgresql://: tasks and results cross both ways (Celery 5.2; 5.5 and 5.6 clients where their trees are present)', async () => {
     const ns = `pgtls${randomUUID().slice(0, 6)}`;
     const url = verifyFull(certs.ca);
     // SQLAlchemy hands the URL's sslmode and sslrootcert to psycopg2, that is to libpq: the same parameters kq reads.
@@ -144,6 +146,11 @@ describe.skipIf(!canRun)('PostgreSQL over TLS (a private server, sslmode=verify-
       await worker.start();
       expect(await runPythonClient('celery_pg_client.py', { name: 'pg.kq_add', args: [2, 3], options: { queue: `${ns}.kq` } }, env)).toEqual({ status: 'SUCCESS', result: 5 });
       expect(await (await app.sendTask<number>('pg.py_add', [20, 22], {}, { queue: `${ns}.py` })).get({ timeout: 30_000 })).toBe(42);
+      // The modern Celery trees' clients, where they are next to the repository (see docs/celery-suite.md).
+      for (const tree of MODERN_CELERY.filter((path) => existsSync(path))) {
+        const reply = await runPythonClient('celery_pg_client.py', { name: 'pg.kq_add', args: [4, 5], options: { queue: `${ns}.kq` } }, { ...env, PYTHONPATH: tree });
+        expect(reply, tree).toEqual({ status: 'SUCCESS', result: 9 });
+      }
     } finally {
       pythonWorker.kill('SIGKILL');
       await worker.stop({ cold: true });

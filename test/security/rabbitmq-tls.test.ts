@@ -14,7 +14,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer as createTcpServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { AmqpTransport, type AmqpTransportOptions } from '@kq/amqp';
@@ -28,6 +28,7 @@ import { runPythonClient, startPythonWorker } from '../../packages/worker/test/f
 
 const canRun = await serverAvailable(['which', 'rabbitmq-server'], 'the RabbitMQ TLS tests (a private node)');
 const python = canRun && (await pythonAvailable(['celery']));
+const MODERN_CELERY = (['5.5', '5.6'] as const).map((version) => [version, new URL(`../../../shared/python/celery${version.replace('.', '')}`, import.meta.url).pathname] as const);
 const RETRY_FOR_EVER: RetryPolicy = { intervalStart: 50, intervalStep: 0, intervalMax: 50 };
 
 function message(text: string): OutgoingMessage {
@@ -349,5 +350,14 @@ describe.skipIf(!canRun)('RabbitMQ over mutual TLS (a private node)', () => {
       const result = await app.sendTask<number>('interop.py_add', [20, 22], {}, { queue: `${ns}.py` });
       expect(await result.get({ timeout: 30_000 })).toBe(42);
     }, 60_000);
+
+    // The modern Celery trees, where they are next to the repository (see docs/celery-suite.md): their client sends
+    // over the same mutual-TLS vhost with the same broker_use_ssl, and reads the result kq sent back by rpc://.
+    for (const [version, tree] of MODERN_CELERY) {
+      it.skipIf(!python || !existsSync(tree))(`runs a task Python Celery ${version} sent over TLS on the kq worker`, async () => {
+        const reply = await runPythonClient('celery_client.py', { name: 'interop.kq_add', args: [4, 5], options: { queue: `${ns}.kq` } }, { ...env, PYTHONPATH: tree });
+        expect(reply).toMatchObject({ status: 'SUCCESS', result: 9 });
+      }, 60_000);
+    }
   });
 });
