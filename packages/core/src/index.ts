@@ -115,6 +115,7 @@ export {
 export {
   encodeEnvelope,
   decodeEnvelope,
+  storedMessage,
   markRedelivered,
   envelopePriority,
   MalformedEnvelope,

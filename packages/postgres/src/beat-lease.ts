@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   encodeEnvelope,
+  storedMessage,
   ExchangeNotFound,
   KqError,
   routeMessage,
@@ -9,7 +10,6 @@ import {
   type BeatLeaseOptions,
   type CommitOutcome,
   type Exchange,
-  type OutgoingMessage,
   type TickCommit,
   type TickPublication,
 } from '@kq/core';
@@ -221,7 +221,7 @@ export class PostgresBeatLease implements BeatLease {
       if (!declared) throw new ExchangeNotFound(exchange);
       queues = routeMessage(declared.type, await this.#transport.postgresStore.listBindings(exchange), routingKey, message.headers);
     }
-    return { queues, payloads: queues.map(() => envelope(exchange, routingKey, message)), priority: this.#transport.priorityStep(message.properties.priority) };
+    return { queues, payloads: queues.map(() => encodeEnvelope(storedMessage(exchange, routingKey, message))), priority: this.#transport.priorityStep(message.properties.priority) };
   }
 
   /**
@@ -276,20 +276,6 @@ interface MessageCopies {
   /** One envelope per queue: each copy gets its own Kombu delivery tag, as the channel gives each queue its own. */
   payloads: string[];
   priority: number;
-}
-
-function envelope(exchange: string, routingKey: string, message: OutgoingMessage): string {
-  return encodeEnvelope({
-    body: message.body,
-    contentType: message.contentType,
-    contentEncoding: message.contentEncoding,
-    headers: { ...message.headers },
-    properties: { ...message.properties },
-    exchange,
-    routingKey,
-    deliveryTag: randomUUID(),
-    redelivered: false,
-  });
 }
 
 function asError(error: unknown, context: string): Error {

@@ -3,19 +3,19 @@ import {
   ExchangeNotFound,
   KqError,
   routeMessage,
+  encodeEnvelope,
+  storedMessage,
   type BeatLease,
   type BeatLeaseListener,
   type BeatLeaseOptions,
   type CommitOutcome,
   type OutgoingMessage,
-  type StoredMessage,
   type TickCommit,
   type TickPublication,
 } from '@kq/core';
 import { BeatOutbox, type BeatDelivery } from './beat-outbox';
 import { isCluster, masterClientOf } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
-import { encodeEnvelope } from '@kq/core';
 import { loadLuaScript } from './lua-script';
 import type { RedisTransport } from './redis-transport';
 
@@ -264,8 +264,8 @@ export class RedisBeatLease implements BeatLease {
     const { queues, channel } = await this.#route(exchange, routingKey, message);
     const step = this.#transport.priorityStep(message.properties.priority);
     return {
-      pushes: queues.map((queue) => [this.#transport.layout.listKey(queue, step), encodeEnvelope(stored(exchange, routingKey, message))] as const),
-      broadcasts: channel === undefined ? [] : [[channel, encodeEnvelope(stored(exchange, routingKey, message)), exchange] as const],
+      pushes: queues.map((queue) => [this.#transport.layout.listKey(queue, step), encodeEnvelope(storedMessage(exchange, routingKey, message))] as const),
+      broadcasts: channel === undefined ? [] : [[channel, encodeEnvelope(storedMessage(exchange, routingKey, message)), exchange] as const],
     };
   }
 
@@ -289,21 +289,6 @@ export class RedisBeatLease implements BeatLease {
   #redis(): RedisClient {
     return this.#transport.redisStore.commands;
   }
-}
-
-function stored(exchange: string, routingKey: string, message: OutgoingMessage): StoredMessage {
-  // Each copy gets its own Kombu delivery tag, as the channel gives each queue its own copy.
-  return {
-    body: message.body,
-    contentType: message.contentType,
-    contentEncoding: message.contentEncoding,
-    headers: { ...message.headers },
-    properties: { ...message.properties },
-    exchange,
-    routingKey,
-    deliveryTag: randomUUID(),
-    redelivered: false,
-  };
 }
 
 function asError(error: unknown, context: string): Error {

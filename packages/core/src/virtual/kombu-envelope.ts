@@ -1,5 +1,6 @@
 import { brandClass } from '../class-brand';
-import type { Headers, MessageProperties } from '../message';
+import type { Headers, MessageProperties, OutgoingMessage } from '../message';
+import { randomUuid } from '../random-uuid';
 import type { StoredMessage } from './virtual-store';
 import {
   JsonSyntaxError,
@@ -51,6 +52,24 @@ export class MalformedEnvelope extends Error {
   }
 }
 brandClass(MalformedEnvelope, '@kq/core:MalformedEnvelope');
+
+/**
+ * What a published message becomes in one queue: its own copy with a fresh Kombu delivery tag, as Kombu's channel
+ * gives each queue its own copy.
+ */
+export function storedMessage(exchange: string, routingKey: string, message: OutgoingMessage): StoredMessage {
+  return {
+    body: message.body,
+    contentType: message.contentType,
+    contentEncoding: message.contentEncoding,
+    headers: { ...message.headers },
+    properties: { ...message.properties },
+    exchange,
+    routingKey,
+    deliveryTag: randomUuid(),
+    redelivered: false,
+  };
+}
 
 /** The envelope of a message as Kombu's `basic_publish` would write it. */
 export function encodeEnvelope(message: StoredMessage): string {

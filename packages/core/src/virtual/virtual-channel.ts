@@ -9,7 +9,6 @@ import {
 import type { Exchange } from '../exchange';
 import type { Delivery, Headers, OutgoingMessage } from '../message';
 import type { Queue } from '../queue';
-import { randomUuid } from '../random-uuid';
 import { routeMessage, type BindingRecord } from '../routing';
 import type {
   Channel,
@@ -23,6 +22,7 @@ import type {
 import { TypedEmitter } from '../typed-emitter';
 import { VirtualConsumer, type ConsumerChannel } from './virtual-consumer';
 import { VirtualDelivery, type ClaimSettler, type SettleAction } from './virtual-delivery';
+import { storedMessage } from './kombu-envelope';
 import type { Claim, ClaimOptions, StoredMessage } from './virtual-store';
 import type { VirtualChannelHost } from './virtual-channel-host';
 
@@ -167,7 +167,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
         const step = this.transport.priorityStep(message.properties.priority);
         let stored = bySteps.get(step);
         if (!stored) bySteps.set(step, (stored = []));
-        stored.push(this.#stored(exchange, routingKey, message));
+        stored.push(storedMessage(exchange, routingKey, message));
       }
       for (const [step, stored] of bySteps) {
         pushes.push(store.pushMany ? store.pushMany(queue, stored, step) : Promise.all(stored.map((message) => store.push(queue, message, step))));
@@ -190,7 +190,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
         throw new UnroutableError(exchange, routingKey);
       }
-      await this.transport.fanoutBus().publish(exchange, routingKey, this.#stored(exchange, routingKey, message));
+      await this.transport.fanoutBus().publish(exchange, routingKey, storedMessage(exchange, routingKey, message));
       return;
     }
     const queues = await this.#storingQueues(exchange, declared, routingKey, message.headers, options.mandatory);
@@ -203,7 +203,7 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     await Promise.all(
       queues.map((queue) => {
         // Each queue gets its own copy: a store may mutate a message when it restores it.
-        const stored = this.#stored(exchange, routingKey, message);
+        const stored = storedMessage(exchange, routingKey, message);
         const store = this.transport.store;
         return delay > 0 && store.pushDelayed
           ? store.pushDelayed(queue, stored, priority, dueAt)
@@ -366,20 +366,6 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       queue,
       messageCount: await this.transport.store.queueSize(queue),
       consumerCount: this.transport.consumerCount(queue),
-    };
-  }
-
-  #stored(exchange: string, routingKey: string, message: OutgoingMessage): StoredMessage {
-    return {
-      body: message.body,
-      contentType: message.contentType,
-      contentEncoding: message.contentEncoding,
-      headers: { ...message.headers },
-      properties: { ...message.properties },
-      exchange,
-      routingKey,
-      deliveryTag: randomUuid(),
-      redelivered: false,
     };
   }
 
