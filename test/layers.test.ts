@@ -1,7 +1,8 @@
 // `pnpm lint:layers` — dependency-cruiser with .dependency-cruiser.cjs — on a small tree of its own shaped like the
-// repository: it must fail on an upward import inside @kq/worker (a type-only one too), a folder circle, a package
-// importing a higher one, and a test reaching into another package's src/, and pass the same tree without them.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// repository: it must fail on an upward import inside @kq/worker (a type-only one too), a file or folder circle, a
+// package importing a higher one, and a test reaching into another package's src/, and pass the same tree without
+// them. The drawing of the worker's layers in docs/architecture.md must name the arrows the rule allows.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,16 +71,19 @@ describe('pnpm lint:layers', { timeout: 60_000 }, () => {
     expect(await violations(typeCycle)).toEqual(['no-circular']);
   });
 
-  it('lets only the files the allowance names stay in a circle', async () => {
-    const allowed = {
+  it('lets no file stay in a circle, in any package', async () => {
+    const circle = {
       ...sound,
       'packages/redis/src/redis-transport.ts': "import type { Lease } from './beat-lease';\nexport interface Transport { lease?: Lease }\n",
       'packages/redis/src/beat-lease.ts': "import type { Transport } from './redis-transport';\nexport interface Lease { t?: Transport }\n",
     };
-    expect(await violations(allowed)).toEqual([]);
-    const added = { ...allowed, 'packages/redis/src/queue-lengths.ts': "import type { Transport } from './redis-transport';\nexport interface Lengths { t?: Transport }\n" };
-    added['packages/redis/src/redis-transport.ts'] += "import type { Lengths } from './queue-lengths';\nexport type L = Lengths;\n";
-    expect(await violations(added)).toEqual(['no-circular']);
+    expect(await violations(circle)).toEqual(['no-circular']);
+    const task = {
+      ...sound,
+      'packages/worker/src/task/task.ts': "import type { TaskContext } from './task-context';\nexport interface Task { fn?: (ctx: TaskContext) => void }\n",
+      'packages/worker/src/task/task-context.ts': "import type { Task } from './task';\nexport interface TaskContext { task?: Task }\n",
+    };
+    expect(await violations(task)).toEqual(['no-circular']);
   });
 
   it('fails on two folders importing each other', async () => {
@@ -97,4 +101,43 @@ describe('pnpm lint:layers', { timeout: 60_000 }, () => {
     const reaching = { ...sound, 'packages/worker/test/core.test.ts': "import { core } from '../../core/src/index';\nexport const c = core;\n" };
     expect(await violations(reaching)).toEqual(['test-reaches-into-another-package']);
   });
+
+  it("docs/architecture.md draws @kq/worker's folders with the arrows the rule allows, and only those", () => {
+    expect(drawnFolderArrows()).toEqual(allowedFolderArrows());
+  });
 });
+
+/** Each `worker-<folder>` rule's allowed folders, read from its `pathNot` (`^packages/worker/src/(folder|a|b)/`). */
+function allowedFolderArrows(): Record<string, string[]> {
+  const arrows: Record<string, string[]> = {};
+  for (const rule of config.forbidden ?? []) {
+    const folder = /^worker-(?!unlisted-folder$)(.+)$/.exec(rule.name ?? '')?.[1];
+    if (!folder) continue;
+    const pathNot = 'to' in rule ? String(rule.to.pathNot) : '';
+    const listed = /\(([^)]*)\)\/$/.exec(pathNot)?.[1]?.split('|') ?? [];
+    arrows[folder] = listed.filter((name) => name !== folder).sort();
+  }
+  return arrows;
+}
+
+/** The drawing under "The layers of @kq/worker": a folder per line, its arrows after `→`, continued at that column. */
+function drawnFolderArrows(): Record<string, string[]> {
+  const text = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
+  const section = text.slice(text.indexOf('### The layers of @kq/worker'));
+  const drawing = section.slice(section.indexOf('```') + 3, section.indexOf('```', section.indexOf('```') + 3));
+  const arrows: Record<string, string[]> = {};
+  let current: { folder: string; column: number } | undefined;
+  for (const line of drawing.split('\n')) {
+    const entry = /^ {2}([a-z]+) {2,}/.exec(line);
+    if (entry?.[1]) {
+      current = { folder: entry[1], column: line.indexOf('→') };
+      arrows[current.folder] = [];
+    }
+    if (!current || current.column < 0) continue;
+    const names = line.slice(current.column + 1).split(',').map((name) => name.trim()).filter(Boolean);
+    arrows[current.folder]?.push(...names);
+  }
+  for (const folder of Object.keys(arrows)) arrows[folder]?.sort();
+  return arrows;
+}
+

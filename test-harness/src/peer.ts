@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -69,7 +70,7 @@ export async function startPeerConsumer(options: {
       child.kill('SIGKILL');
       throw new Error(`The peer process did not start consuming ${options.queue}: ${stderr.trim() || `exit code ${child.exitCode}`}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
   }
   return {
     held,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -132,7 +133,7 @@ export class RedisClusterProcesses {
       if (keys.length === 0) break;
       await this.cli(fromPort, 'MIGRATE', '127.0.0.1', String(toPort), '', '0', '5000', 'KEYS', ...keys);
       moved += keys.length;
-      if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+      if (options.pauseMs) await sleep(options.pauseMs);
     }
     // The target first, then the source, then the others: the order redis-cli uses, so no node sends clients back.
     const others = this.ports.filter((port) => port !== fromPort && port !== toPort);
@@ -273,6 +274,6 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what:
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }

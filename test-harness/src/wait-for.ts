@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /** A condition the suite waited for did not come true in time. The message says what was awaited and what was seen. */
 export class ConditionTimeout extends Error {
   constructor(message: string) {
@@ -37,9 +39,8 @@ export function quietPeriod(ms: number): Promise<void> {
   return sleep(ms);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+/** Node's timer promise, re-exported for the suites that import it from here. */
+export { sleep };
 
 function describe(what: Description): string {
   return typeof what === 'string' ? what : what();

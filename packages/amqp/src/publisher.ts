@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import Denque from 'denque';
 import { backoffCountdown, ChannelClosed, ConnectionLost, EncodeError, PublishRejected, UnroutableError, type Queue } from '@kq/core';
 import type { AmqplibChannel, AmqplibConfirmChannel, AmqplibMessage, AmqplibOptions } from './amqplib-loader';
@@ -193,7 +194,7 @@ export class Publisher {
         } catch (error) {
           this.#failWaiting(error);
           // A broker that refuses connections outright fails fast; do not spin on it.
-          if (this.#resend.length > 0 || this.#queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+          if (this.#resend.length > 0 || this.#queue.length > 0) await sleep(200);
           continue;
         }
         while (!this.#draining && !this.#retiring && this.#slot.current === channel) {

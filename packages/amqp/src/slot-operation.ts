@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqplibChannel } from './amqplib-loader';
 import { isConnectionFailure, toKqError, type OperationContext } from './amqp-errors';
 import type { ChannelSlot } from './channel-slot';
@@ -28,7 +29,7 @@ export async function runOnSlot<T>(
     } catch (error) {
       if (!stillWanted() || !isConnectionFailure(error) || Date.now() >= deadline || slot.isClosed) throw toKqError(error, context);
       // Let the dead channel's 'close' reach the slot before asking it again.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   }
 }

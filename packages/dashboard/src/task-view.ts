@@ -1,3 +1,4 @@
+import { parseIsoDatetime } from '@kq/core';
 import type { ClusterTask } from '@kq/worker';
 
 /** A task as Flower's API returns it (`tasks.as_dict`), with the worker as its host name. */
@@ -180,7 +181,8 @@ export function queryTasks<T extends QueryableTask>(tasks: Iterable<T>, query: T
   return result.slice(offset, limit === Infinity ? undefined : offset + limit);
 }
 
+/** Flower's `received_start`/`received_end` (`2026-01-01 10:30`, naive: UTC), or any ISO 8601 datetime, in seconds. */
 function parseUtcMinute(value: string): number | undefined {
-  const time = Date.parse(`${value.trim().replace(' ', 'T')}Z`);
-  return Number.isNaN(time) ? undefined : time / 1000;
+  const parsed = parseIsoDatetime(value.trim());
+  return 'date' in parsed ? parsed.date.getTime() / 1000 : undefined;
 }

@@ -44,11 +44,12 @@ describe("Flower's /api/tasks query", () => {
     task('c', { received: Date.parse('2026-01-01T12:00:00Z') / 1000, name: 'proj.add', args: '(40, 2)', result: '42' }),
   ].map(queryableFlowerTask);
 
-  it('filters by worker, task name and state ("All" is no filter), and by received time', () => {
+  it('filters by worker, task name and state ("All" is no filter), and by received time (Flower\'s naive UTC minutes or ISO 8601 with an offset)', () => {
     expect(queryTasks(tasks, { workername: 'w2@host' }).map((t) => t.uuid)).toEqual(['b']);
     expect(queryTasks(tasks, { taskname: 'proj.add', state: 'All' }).map((t) => t.uuid)).toEqual(['a', 'c']);
     expect(queryTasks(tasks, { state: 'FAILURE' }).map((t) => t.uuid)).toEqual(['b']);
     expect(queryTasks(tasks, { receivedStart: '2026-01-01 10:30', receivedEnd: '2026-01-01 11:30' }).map((t) => t.uuid)).toEqual(['b']);
+    expect(queryTasks(tasks, { receivedStart: '2026-01-01T11:30+01:00', receivedEnd: '2026-01-01T12:30:00+01:00' }).map((t) => t.uuid)).toEqual(['b']);
   });
 
   it('searches words anywhere or in one field (args:, result:, ...), every word must match', () => {

@@ -187,6 +187,11 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
     const sent = (await post('/api/task/send-task/dash.add', { args: [20, 22] })).body as Record<string, string>;
     expect((await get(`/api/task/result/${sent['task-id']}?timeout=10`)).body).toEqual({ 'task-id': sent['task-id'], state: 'SUCCESS', result: 42 });
     expect((await post('/api/task/apply/dash.add', { args: 'not a list' })).status).toBe(400);
+    const late = (await post('/api/task/async-apply/dash.add', { args: [2, 3], eta: '2020-01-01 00:00:00.000000' })).body as Record<string, string>;
+    expect((await get(`/api/task/result/${late['task-id']}?timeout=10`)).body).toMatchObject({ state: 'SUCCESS', result: 5 });
+    const badEta = await post('/api/task/async-apply/dash.add', { args: [1, 1], eta: 'tomorrow' });
+    expect(badEta.status).toBe(400);
+    expect((badEta.body as Record<string, string>)['error']).toMatch(/^eta "tomorrow": expected an ISO 8601 datetime/);
   });
 
   it('re-send from the task page: same name, arguments and queue under a new id; refused (409, with why) when the arguments are cut', async () => {

@@ -16,8 +16,8 @@ import {
 import { BeatOutbox, type BeatDelivery } from './beat-outbox';
 import { isCluster, masterClientOf } from './cluster-routing';
 import type { RedisClient } from './connection-factory';
+import type { RedisLeaseHost } from './lease-host';
 import { loadLuaScript } from './lua-script';
-import type { RedisTransport } from './redis-transport';
 
 /*
  * kq beat's leader lease and schedule state on Redis (core's `BeatLease` contract, `RedisTransport.beatLease`). Keys, under the transport's `globalKeyprefix`:
@@ -73,7 +73,7 @@ interface Held {
  */
 export class RedisBeatLease implements BeatLease {
   readonly kind = 'redis';
-  readonly #transport: RedisTransport;
+  readonly #transport: RedisLeaseHost;
   readonly #options: BeatLeaseOptions;
   readonly #holder = randomUUID();
   readonly #keys: { lease: string; epoch: string; state: string };
@@ -87,7 +87,7 @@ export class RedisBeatLease implements BeatLease {
   #running = false;
   #busy: Promise<void> | undefined;
 
-  constructor(transport: RedisTransport, options: BeatLeaseOptions) {
+  constructor(transport: RedisLeaseHost, options: BeatLeaseOptions) {
     if (!(options.leaseMs > 0) || !(options.renewIntervalMs > 0) || options.renewIntervalMs >= options.leaseMs) {
       throw new KqError(`A beat lease needs 0 < renewIntervalMs < leaseMs; got renewIntervalMs ${options.renewIntervalMs}, leaseMs ${options.leaseMs}.`);
     }

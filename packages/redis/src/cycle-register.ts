@@ -1,7 +1,7 @@
 import { KqError, type CycleAdvance, type CycleBegin, type CycleMarker, type CycleRegister, type CycleState } from '@kq/core';
 import type { RedisClient } from './connection-factory';
+import type { RedisLeaseHost } from './lease-host';
 import { loadLuaScript } from './lua-script';
-import type { RedisTransport } from './redis-transport';
 
 /*
  * The register of kq periodic tasks on Redis (core's `CycleRegister` contract, `RedisTransport.cycleRegister`): one
@@ -28,9 +28,9 @@ const REMOVE = loadLuaScript('periodic-remove');
 /** The register of kq periodic-task cycles on Redis (see the comment at the top of this file). */
 export class RedisCycleRegister implements CycleRegister {
   readonly kind = 'redis';
-  readonly #transport: RedisTransport;
+  readonly #transport: RedisLeaseHost;
 
-  constructor(transport: RedisTransport) {
+  constructor(transport: RedisLeaseHost) {
     this.#transport = transport;
   }
 

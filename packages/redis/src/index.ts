@@ -23,6 +23,7 @@ export { keySlot, CLUSTER_SLOTS } from './cluster-slot';
 export { quarantineRecord, type QuarantineEntry } from './quarantine';
 export { pyJson, pyString } from '@kq/core';
 export { RedisBeatLease } from './beat-lease';
+export type { RedisLeaseHost } from './lease-host';
 export { RedisCycleRegister } from './cycle-register';
 
 /**

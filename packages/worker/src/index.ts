@@ -1,7 +1,6 @@
 // @kq/worker — Celery for Node.
 export { App, type AppWorkerOptions } from './app/app';
-export type { AppContract } from './task/app-contract';
-export type { TaskApp } from './task/task-app';
+export type { AppContract, CanvasApp, CanvasAppView, TaskApp, TaskTypes } from './contract/app-contract';
 export { normalizeSettings, type CelerySettings } from './config/celery-settings';
 export { DEFAULT_CONFIG, type AppConfig, type DateDoneForm, type EtaStrategy, type Route, type TaskRoutes } from './config/config';
 export { Control, type RevokeOptions } from './control/control';
@@ -25,7 +24,6 @@ export {
   chord,
   group,
   type AnySignature,
-  type CanvasApp,
   type ErrbackRequest,
   type FreezeOptions,
   type GroupOf,
@@ -34,8 +32,8 @@ export {
   type SignatureOptions,
   type WireOptions,
 } from './canvas/index';
-export { Task, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions } from './task/task';
-export { TaskContext, type RetryOptions, type TaskRequest } from './task/task-context';
+export { Task, TaskContext, type ApplyOptions, type TaskCall, type TaskFunction, type TaskOptions, type TypedTasks } from './task/task';
+export type { RetryOptions, TaskRequest } from './task/task-request';
 export { parseRateLimit, TokenBucket } from './runtime/rate-limit';
 export { backoffCountdown } from '@kq/core';
 export { Worker } from './runtime/worker';

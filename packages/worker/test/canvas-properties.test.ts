@@ -6,7 +6,8 @@ import { MemoryChordJoin, type ResultBackend } from '@kq/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ApplyOptions, TaskEmbed } from '../src/send/apply-options';
-import { Chain, Signature, chain, chord, group, type CanvasApp } from '../src/canvas/index';
+import { Chain, Signature, chain, chord, group } from '../src/canvas/index';
+import type { CanvasAppView } from '../src/contract/app-contract';
 import type { SignatureJson } from '../src/protocol/index';
 
 interface Sent {
@@ -17,7 +18,7 @@ interface Sent {
 }
 
 /** A canvas app that records what would be published instead of publishing it. */
-function recordingApp(sent: Sent[]): CanvasApp {
+function recordingApp(sent: Sent[]): CanvasAppView {
   let next = 0;
   return {
     threadOid: 'oid',

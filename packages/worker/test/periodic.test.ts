@@ -7,7 +7,7 @@ import { App } from '../src/app/app';
 import { decodeTaskMessage } from '../src/protocol/index';
 import { definePeriodic, periodicStep, periodicTasks, StopPeriodic, type PeriodicOptions, type PeriodicRecord } from '../src/beat/periodic/index';
 import type { Worker } from '../src/runtime/worker';
-import type { TaskContext } from '../src/task/task-context';
+import type { TaskContext } from '../src/task/task';
 
 type Kind = 'memory' | 'redis' | 'amqp';
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { Exchange, Queue, type Channel, type DeadLetter, type DeadLetterBox, type Transport } from '@kq/core';
 import { describe, expect, it } from 'vitest';
@@ -130,7 +131,7 @@ async function rejectFrom(channel: Channel, queue: TestQueue, messages: ReturnTy
     await channel.publish(queue.name, queue.name, message);
     let delivery = await channel.get(queue.name);
     for (let tries = 0; !delivery && tries < 200; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
       delivery = await channel.get(queue.name);
     }
     if (!delivery) throw new Error(`The message published to ${queue.name} never arrived.`);

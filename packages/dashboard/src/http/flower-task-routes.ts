@@ -1,4 +1,4 @@
-import { pythonRepr, type ResultMeta } from '@kq/core';
+import { parseIsoDatetime, pythonRepr, type ResultMeta } from '@kq/core';
 import type { ApplyOptions, AsyncResult } from '@kq/worker';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DashboardView } from '../dashboard-view';
@@ -84,7 +84,12 @@ function taskArguments(body: unknown): { args: unknown[]; kwargs: Record<string,
   if (typeof kwargs !== 'object' || kwargs === null || Array.isArray(kwargs)) return 'kwargs must be an object';
   const options: ApplyOptions = {};
   if (rest['countdown'] !== undefined) options.countdown = Number(rest['countdown']);
-  if (typeof rest['eta'] === 'string') options.eta = new Date(`${rest['eta'].replace(' ', 'T')}${/[zZ]|[+-]\d\d:?\d\d$/.test(rest['eta']) ? '' : 'Z'}`);
+  if (typeof rest['eta'] === 'string') {
+    // Flower's format, `2026-11-21 13:12:05.000000`, naive: UTC; an ISO 8601 offset is honoured.
+    const eta = parseIsoDatetime(rest['eta']);
+    if ('invalid' in eta) return `eta ${JSON.stringify(rest['eta'])}: ${eta.invalid}`;
+    options.eta = eta.date;
+  }
   if (rest['expires'] !== undefined) options.expires = typeof rest['expires'] === 'number' || /^\d+(\.\d+)?$/.test(String(rest['expires'])) ? Number(rest['expires']) : String(rest['expires']);
   if (typeof rest['queue'] === 'string') options.queue = rest['queue'];
   if (typeof rest['routing_key'] === 'string') options.routingKey = rest['routing_key'];

@@ -12,7 +12,7 @@ import {
   type MessagePublishParams,
   type ResultBackend,
 } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import { builtinTasks, Signature, type BuiltinContext, type SignatureOptions } from '../canvas/index';
 import { normalizeSettings, type CelerySettings } from '../config/celery-settings';
 import type { ClusterOptions } from '../cluster/cluster-options';

@@ -11,7 +11,8 @@ import {
   type TickCommit,
   type Transport,
 } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import { Logger, type LogLevel } from '../log/logger';
 import { formatIsoDate } from '../protocol/index';
 import { beatTaskId } from './deterministic-id';
@@ -74,7 +75,7 @@ const RETRY_MS = 1000;
  *   await beat.start();
  */
 export class Beat extends TypedEmitter<BeatEvents> {
-  readonly app: AppContract;
+  readonly app: AppContract<TypedTasks>;
   readonly group: string;
   readonly entries: readonly ScheduleEntry[];
   readonly log: Logger;
@@ -85,7 +86,7 @@ export class Beat extends TypedEmitter<BeatEvents> {
   #leading: Promise<void> | undefined;
   #running = false;
 
-  constructor(app: AppContract, options: BeatOptions) {
+  constructor(app: AppContract<TypedTasks>, options: BeatOptions) {
     super();
     this.app = app;
     this.#options = options;

@@ -2,7 +2,7 @@ import { KqError, type ResultTuple } from '@kq/core';
 import { ChordError, NotRegistered, TaskFailedError } from '../errors/errors';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, resultFromTuple } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { failChord, errorRepr, sendChordBody } from './chord-completion';
 import { Chunks } from './map';
 import { Signature } from './signature';
@@ -23,7 +23,7 @@ export interface BuiltinTask {
 }
 
 /** The app as the built-ins see it: a canvas app that can look up its tasks' functions. */
-export interface BuiltinHost extends CanvasApp {
+export interface BuiltinHost extends CanvasAppView {
   localTask(name: string): ((ctx: BuiltinContext, ...args: unknown[]) => unknown) | undefined;
 }
 

@@ -1,7 +1,7 @@
 import { brandClass, KqError } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { Chord, chordBackend } from './chord';
 import { Group, type SignatureInput } from './group';
 import { Signature, type AnySignature } from './signature';
@@ -35,7 +35,7 @@ type Linked<T extends readonly AnySignature[], Previous = never, Checked extends
 export class Chain<R = unknown> extends Signature<R> {
   tasks: AnySignature[];
 
-  constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
+  constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasAppView) {
     const steps = tasks.map((task) => (task instanceof Signature ? task : Signature.fromJSON(task, app)));
     super('celery.chain', [], {}, {}, false, 'chain', app ?? steps.find((task) => task.app)?.app);
     this.options = { ...options }; // a composite's options travel as given (see withWireOptions)

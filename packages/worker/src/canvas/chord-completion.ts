@@ -3,7 +3,7 @@ import { runAsCurrentTask } from '../send/current-task';
 import { ChordError, TaskFailedError } from '../errors/errors';
 import { type SignatureJson } from '../protocol/index';
 import { exceptionInfo, formatDateDone, GroupResult, resultFromTuple } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { Chain } from './chain';
 import type { ErrbackCaller } from './errback-caller';
 import { Group } from './group';
@@ -30,7 +30,7 @@ const PROPAGATE_STATES: ReadonlySet<TaskState> = new Set(['FAILURE', 'REVOKED'])
  * thrown: the task itself already finished.
  */
 export async function onChordPartReturn(
-  app: CanvasApp,
+  app: CanvasAppView,
   member: ChordMember,
   state: TaskState,
   result: unknown,
@@ -70,7 +70,7 @@ export async function onChordPartReturn(
 }
 
 /** Sends the body with the header's results; if it cannot be sent, fails it (Celery: `Callback error: ...`). */
-export async function sendChordBody(app: CanvasApp, backend: ResultBackend, callback: AnySignature, values: unknown[], log: (message: string) => void): Promise<void> {
+export async function sendChordBody(app: CanvasAppView, backend: ResultBackend, callback: AnySignature, values: unknown[], log: (message: string) => void): Promise<void> {
   try {
     await callback.applyWire([values], {}, {});
   } catch (error) {
@@ -85,7 +85,7 @@ export async function sendChordBody(app: CanvasApp, backend: ResultBackend, call
  * the group just joined), so whoever waits on the chord learns why, and can follow the errbacks.
  */
 export async function failChord(
-  app: CanvasApp,
+  app: CanvasAppView,
   backend: ResultBackend,
   callback: AnySignature,
   error: ChordError,
@@ -128,7 +128,7 @@ export async function failChord(
  * header's original failure (not the ChordError), as does the group's id; the group's errbacks are sent for each
  * task. Without it whoever waits on the body's results waits forever.
  */
-async function failGroupBody(app: CanvasApp, backend: ResultBackend, body: Group, error: ChordError, log: (message: string) => void): Promise<void> {
+async function failGroupBody(app: CanvasAppView, backend: ResultBackend, body: Group, error: ChordError, log: (message: string) => void): Promise<void> {
   const original = isExceptionInfo(error.cause) ? error.cause : exceptionInfo(error);
   const frozen = body.freeze();
   await frozen.revoke().catch((revokeError: unknown) => log(`Could not revoke the tasks of chord body group ${frozen.id}: ${describeError(revokeError)}`));

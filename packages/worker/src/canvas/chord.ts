@@ -2,7 +2,7 @@ import { brandClass, KqError, randomUuid, type ResultBackend } from '@kq/core';
 import { ChordError } from '../errors/errors';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { Group, type ResultsOf, type SignatureInput } from './group';
 import { Signature, type AnySignature, type FreezeOptions } from './signature';
 import type { WireOptions } from './signature-options';
@@ -16,7 +16,7 @@ export class Chord<R = unknown> extends Signature<R> {
   header: Group;
   body: AnySignature;
 
-  constructor(header: Group | readonly SignatureInput[], body: SignatureInput, options: Readonly<WireOptions> = {}, app?: CanvasApp) {
+  constructor(header: Group | readonly SignatureInput[], body: SignatureInput, options: Readonly<WireOptions> = {}, app?: CanvasAppView) {
     const headerGroup = header instanceof Group ? header : new Group(header, {}, app);
     const bodySignature = body instanceof Signature ? body : Signature.fromJSON(body, app);
     super('celery.chord', [], {}, {}, false, 'chord', app ?? headerGroup.app ?? bodySignature.app);
@@ -128,7 +128,7 @@ function linkToHeader(bodyResult: ResultNode & { parent: ResultNode | null }, he
 }
 
 /** The result backend, if it can join chords; else Celery's error (rpc://) or kq's (none configured). */
-export async function chordBackend(app: CanvasApp): Promise<ResultBackend> {
+export async function chordBackend(app: CanvasAppView): Promise<ResultBackend> {
   const backend = await app.backend();
   if (!backend) {
     throw new ChordError(
@@ -144,7 +144,7 @@ export async function chordBackend(app: CanvasApp): Promise<ResultBackend> {
  * is itself a group, the saved group so the body gets nested results. Other backends get Celery's
  * `celery.chord_unlock` task, which polls the header's results and sends the body.
  */
-async function prepareChord(app: CanvasApp, groupId: string, results: readonly SetMember[], body: AnySignature): Promise<void> {
+async function prepareChord(app: CanvasAppView, groupId: string, results: readonly SetMember[], body: AnySignature): Promise<void> {
   const backend = await chordBackend(app);
   const headerResult = new GroupResult(groupId, results, backend);
   if (backend.chordJoin) {

@@ -2,7 +2,7 @@ import { brandClass, KqError, randomUuid } from '@kq/core';
 import { currentTask } from '../send/current-task';
 import type { SignatureJson } from '../protocol/index';
 import { GroupResult, type AsyncResult, type ResultNode, type SetMember } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { Signature, type AnySignature, type FreezeOptions } from './signature';
 import type { WireOptions } from './signature-options';
 
@@ -19,7 +19,7 @@ export type ResultsOf<T extends readonly AnySignature[]> = { -readonly [K in key
 export class Group<R extends readonly unknown[] = unknown[]> extends Signature<R, GroupResult<R>> {
   tasks: AnySignature[];
 
-  constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
+  constructor(tasks: readonly SignatureInput[], options: Readonly<WireOptions> = {}, app?: CanvasAppView) {
     const members = tasks.map((task) => (task instanceof Signature ? task : Signature.fromJSON(task, app)));
     super('celery.group', [], {}, {}, false, 'group', app ?? members.find((task) => task.app)?.app);
     this.options = { ...options }; // a composite's options travel as given (see withWireOptions)

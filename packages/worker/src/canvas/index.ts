@@ -5,7 +5,6 @@ export { Group, group, type GroupOf, type ResultsOf, type SignatureInput } from 
 export { Chord, chord } from './chord';
 export { Chain, chain } from './chain';
 export { MapSignature, Chunks } from './map';
-export type { CanvasApp } from './canvas-app';
 export { onChordPartReturn, failChord, type ChordMember } from './chord-completion';
 export type { ErrbackCaller, ErrbackRequest } from './errback-caller';
 export { builtinTasks, type BuiltinContext, type BuiltinHost, type BuiltinTask } from './builtin-tasks';

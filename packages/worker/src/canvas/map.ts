@@ -1,7 +1,7 @@
 import { brandClass } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import type { AsyncResult, GroupResult } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { Group } from './group';
 import { Signature, type AnySignature } from './signature';
 import type { WireOptions } from './signature-options';
@@ -11,7 +11,7 @@ import type { WireOptions } from './signature-options';
  * `xstarmap`, run by the built-in `celery.map` / `celery.starmap` tasks): cheap for many tiny calls, not parallel.
  */
 export class MapSignature<R = unknown> extends Signature<R[]> {
-  constructor(kind: 'xmap' | 'xstarmap', task: AnySignature | SignatureJson, items: readonly unknown[], options: Readonly<WireOptions> = {}, app?: CanvasApp) {
+  constructor(kind: 'xmap' | 'xstarmap', task: AnySignature | SignatureJson, items: readonly unknown[], options: Readonly<WireOptions> = {}, app?: CanvasAppView) {
     const taskJson = task instanceof Signature ? task.toJSON() : task;
     super(kind === 'xmap' ? 'celery.map' : 'celery.starmap', [], { task: taskJson, it: [...items] }, {}, true, kind, app ?? (task instanceof Signature ? task.app : undefined));
     this.options = { ...options }; // a composite's options travel as given (see withWireOptions)
@@ -33,7 +33,7 @@ brandClass(MapSignature, '@kq/worker:MapSignature');
  * 10 000 small calls as 100 messages. `join()` gives a list per part.
  */
 export class Chunks<R = unknown> extends Signature<R[][], GroupResult<R[][]>> {
-  constructor(task: AnySignature | SignatureJson, items: readonly (readonly unknown[])[], size: number, options: Readonly<WireOptions> = {}, app?: CanvasApp) {
+  constructor(task: AnySignature | SignatureJson, items: readonly (readonly unknown[])[], size: number, options: Readonly<WireOptions> = {}, app?: CanvasAppView) {
     const taskJson = task instanceof Signature ? task.toJSON() : task;
     super('celery.chunks', [], { task: taskJson, it: items.map((item) => [...item]), n: size }, {}, true, 'chunks', app ?? (task instanceof Signature ? task.app : undefined));
     this.options = { ...options }; // a composite's options travel as given (see withWireOptions)

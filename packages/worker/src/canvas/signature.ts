@@ -1,7 +1,7 @@
 import { brandClass, KqError, randomUuid } from '@kq/core';
 import type { SignatureJson } from '../protocol/index';
 import { AsyncResult, type ResultNode } from '../results/index';
-import type { CanvasApp } from './canvas-app';
+import type { CanvasAppView } from '../contract/app-contract';
 import { applyOptionsFromWire, toWireOptions, wireOptionsJson, type SignatureConstructorOptions, type SignatureOptions, type WireOptions } from './signature-options';
 
 /** Any signature, whatever it gives when sent and takes in. */
@@ -16,7 +16,7 @@ export interface FreezeOptions {
   groupIndex?: number | undefined;
 }
 
-type FromJson = (json: SignatureJson, app: CanvasApp | undefined) => AnySignature;
+type FromJson = (json: SignatureJson, app: CanvasAppView | undefined) => AnySignature;
 
 /** Composite signature types by `subtask_type` (Celery's `register_type`): each canvas module adds its own. */
 const signatureTypes = new Map<string, FromJson>();
@@ -45,7 +45,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
   readonly subtaskType: string | null;
   immutable: boolean;
   /** The app that sends it: a task's `.s()` sets it; signatures read from a message get the worker's. */
-  app: CanvasApp | undefined;
+  app: CanvasAppView | undefined;
 
   /**
    * `options` by kq's names (`taskId`) or Celery's (`task_id`); an unknown one is refused (`InvalidSignatureOption`).
@@ -58,7 +58,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
     options: Readonly<SignatureConstructorOptions> = {},
     immutable = false,
     subtaskType: string | null = null,
-    app?: CanvasApp,
+    app?: CanvasAppView,
   ) {
     this.task = task;
     this.args = [...args];
@@ -75,7 +75,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
   }
 
   /** A signature from its JSON form, as the composite type its `subtask_type` names (chain, group, chord...). */
-  static fromJSON(json: SignatureJson, app?: CanvasApp): AnySignature {
+  static fromJSON(json: SignatureJson, app?: CanvasAppView): AnySignature {
     const fromJson = json.subtask_type ? signatureTypes.get(json.subtask_type) : undefined;
     if (fromJson) return fromJson(json, app);
     return withWireOptions(new Signature(json.task, json.args ?? [], json.kwargs ?? {}, {}, json.immutable ?? false, json.subtask_type ?? null, app), json.options ?? {});
@@ -211,7 +211,7 @@ export class Signature<R = unknown, Out extends ResultNode = AsyncResult<R>, In 
   }
 
   /** The app that sends it, or a clear error. */
-  protected requireApp(): CanvasApp {
+  protected requireApp(): CanvasAppView {
     if (this.app) return this.app;
     throw new KqError(
       `The signature of ${this.task} has no app to send it with; make it from a task (task.s(...)) or pass the app: Signature.fromJSON(json, app).`,

@@ -1,5 +1,5 @@
 import type { OutgoingMessage } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import type { ResolvedRoute } from '../send/router';
 import { EventDispatcher } from './event-dispatcher';
 

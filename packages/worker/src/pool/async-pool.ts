@@ -1,4 +1,4 @@
-import type { TaskContext } from '../task/task-context';
+import type { TaskContext } from '../task/task';
 import type { Pool, PoolJob } from './pool';
 
 /**

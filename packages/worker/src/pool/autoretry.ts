@@ -1,6 +1,6 @@
 import { backoffCountdown } from '@kq/core';
 import { Ignore, Reject, Retry } from '../errors/errors';
-import type { TaskContext } from '../task/task-context';
+import type { TaskContext } from '../task/task';
 
 /**
  * Celery's `autoretry_for`: when the task lists the error (classes or a predicate), re-sends the task with the

@@ -1,12 +1,13 @@
 import type { Logger } from '../log/logger';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import type { SchedulingStrategy } from './pool';
 
 /** What a `threads` or `processes` pool is made with. */
 export interface ChildPoolOptions {
   kind: 'threads' | 'processes';
   /** The worker's app: its plain-data settings go to the children, and it publishes what memory:// children relay. */
-  app: AppContract;
+  app: AppContract<TypedTasks>;
   /** Path of the module exporting the AppContract; every child imports it. */
   appModule: string;
   /** Children to start with. */

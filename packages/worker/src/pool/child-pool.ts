@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { backoffCountdown, EncodeError, KqError } from '@kq/core';
 import { WorkerLostError } from '../errors/errors';
 import type { Logger } from '../log/logger';
-import type { TaskContext } from '../task/task-context';
+import type { TaskContext } from '../task/task';
 import type { ChildHandle } from './child-handle';
 import { plainConf, wireRequest, type ChildMessage, type DoneMessage, type PublishMessage } from './child-protocol';
 import { childScript } from './child-script';

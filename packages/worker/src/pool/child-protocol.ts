@@ -2,7 +2,7 @@ import type { ResultTuple } from '@kq/core';
 import type { LogLevel } from '../log/logger';
 import type { SignatureJson } from '../protocol/index';
 import type { ApplyOptions } from '../task/task';
-import type { TaskRequest } from '../task/task-context';
+import type { TaskRequest } from '../task/task-request';
 import type { SerializedError } from './serialized-error';
 
 /*

@@ -1,13 +1,13 @@
 import { getHeapStatistics } from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { EncodeError, KqError } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import { NotRegistered } from '../errors/errors';
 import { Logger, type LogLevel } from '../log/logger';
 import { currentTask } from '../send/current-task';
 import { signaturesJson } from '../task/prepare-task-message';
-import type { ApplyOptions, Task } from '../task/task';
-import { TaskContext, type TaskRequest } from '../task/task-context';
+import { TaskContext, type ApplyOptions, type Task, type TypedTasks } from '../task/task';
+import type { TaskRequest } from '../task/task-request';
 import { autoretry } from './autoretry';
 import type { ChildInit, ChildMessage, DoneMessage, ParentMessage, PublishMessage, RunMessage } from './child-protocol';
 import { importAppModule } from './import-app-module';
@@ -33,7 +33,7 @@ type Embed = PublishMessage['embed'];
  */
 export class ChildRuntime {
   readonly #port: ParentPort;
-  #app: AppContract | undefined;
+  #app: AppContract<TypedTasks> | undefined;
   #loglevel: LogLevel = 'info';
   readonly #aborts = new Map<number, AbortController>();
   readonly #publishes = new Map<number, { resolve: (id: string) => void; reject: (error: Error) => void }>();
@@ -140,7 +140,7 @@ export class ChildRuntime {
    * never reach the worker's. So such a child hands its task messages (retries, tasks sent from tasks) to the
    * parent, which publishes them with its app.
    */
-  #relayPublishes(app: AppContract): void {
+  #relayPublishes(app: AppContract<TypedTasks>): void {
     const relay = (name: string, args: unknown[], options: ApplyOptions, embed: Embed = {}): Promise<string> => {
       const { link, linkError, ...plain } = options;
       // The parent publishes it outside any task: whose child it is must be decided here, where the task runs.

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { KqError } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import type { Logger } from '../log/logger';
 import { AsyncPool } from './async-pool';
 import { ChildPool } from './child-pool';
@@ -9,7 +10,7 @@ import type { Pool, PoolKind, SchedulingStrategy } from './pool';
 export interface PoolSettings {
   kind: PoolKind;
   size: number;
-  app: AppContract;
+  app: AppContract<TypedTasks>;
   log: Logger;
   strategy?: SchedulingStrategy;
   /** Needed by `threads` and `processes`: the module every child imports to get the AppContract. */

@@ -1,4 +1,4 @@
-import type { TaskContext } from '../task/task-context';
+import type { TaskContext } from '../task/task';
 import type { ChildHandle } from './child-handle';
 import type { PoolJob } from './pool';
 

@@ -1,5 +1,5 @@
 import { SoftTimeLimitExceeded } from '../errors/errors';
-import type { TaskContext } from '../task/task-context';
+import type { TaskContext } from '../task/task';
 
 /**
  * A unit of work handed to a pool: runs a task request to completion (it never rejects). A job may call `release`

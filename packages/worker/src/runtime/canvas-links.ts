@@ -1,11 +1,11 @@
 import type { TaskState } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import { Group, onChordPartReturn, Signature, type AnySignature, type ErrbackCaller } from '../canvas/index';
 import type { Logger } from '../log/logger';
 import { type SignatureJson, type TaskMessage } from '../protocol/index';
 import { formatDateDone } from '../results/index';
-import type { Task } from '../task/task';
-import { TaskContext, type TaskRequest } from '../task/task-context';
+import { TaskContext, type Task } from '../task/task';
+import type { TaskRequest } from '../task/task-request';
 import { describeError } from '../errors/describe-error';
 
 /*

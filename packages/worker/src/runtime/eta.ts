@@ -1,7 +1,7 @@
 import type { EtaStrategy } from '../config/config';
 import type { Logger } from '../log/logger';
 import { formatIsoDate } from '../protocol/index';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import type { HeldTask } from './held-task';
 import { republishable } from './redelivery';
 

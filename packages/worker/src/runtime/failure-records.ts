@@ -1,5 +1,5 @@
 import { isUnreadableContent, type Delivery, type ResultMeta } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
 import type { Logger } from '../log/logger';
 import { type TaskMessage } from '../protocol/index';
 import { exceptionInfo, formatDateDone } from '../results/index';

@@ -2,8 +2,8 @@ import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type Resu
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
 import { type TaskMessage } from '../protocol/index';
 import { exceptionInfo, formatDateDone } from '../results/index';
-import type { Task } from '../task/task';
-import { TaskContext, type TaskRequest } from '../task/task-context';
+import { TaskContext, type Task } from '../task/task';
+import type { TaskRequest } from '../task/task-request';
 import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from './canvas-links';
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';

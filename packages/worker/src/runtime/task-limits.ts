@@ -1,4 +1,5 @@
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import { parseRateLimit, TokenBucket } from './rate-limit';
 
 /**
@@ -6,11 +7,11 @@ import { parseRateLimit, TokenBucket } from './rate-limit';
  * or the app's default until remote control (`rate_limit`, `time_limit`) changes it for this worker.
  */
 export class TaskLimits {
-  readonly #app: AppContract;
+  readonly #app: AppContract<TypedTasks>;
   readonly #buckets = new Map<string, TokenBucket | null>();
   readonly #timeLimits = new Map<string, { soft: number | null; hard: number | null }>();
 
-  constructor(app: AppContract) {
+  constructor(app: AppContract<TypedTasks>) {
     this.#app = app;
   }
 

@@ -3,7 +3,8 @@ import type { TaskEventKind } from '../events/task-event-fields';
 import type { Logger } from '../log/logger';
 import type { Autoscaler } from '../pool/autoscaler';
 import type { Pool } from '../pool/pool';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import type { HeldTask } from './held-task';
 import type { WorkerState } from './worker-state';
 
@@ -16,7 +17,7 @@ type UnknownTaskListener = (taskId: string, name: string) => void;
  * rather than the `Worker`, so the worker, which makes them, is the only file that knows them all.
  */
 export interface WorkerHost {
-  readonly app: AppContract;
+  readonly app: AppContract<TypedTasks>;
   /** Node name, `name@host`. */
   readonly hostname: string;
   readonly state: WorkerState;

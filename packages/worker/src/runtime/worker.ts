@@ -1,6 +1,7 @@
 import { hostname as osHostname } from 'node:os';
 import { Consumer, KqError, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
-import type { AppContract } from '../task/app-contract';
+import type { AppContract } from '../contract/app-contract';
+import type { TypedTasks } from '../task/task';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
 import { WorkerHttpEndpoint } from './http-endpoint';
@@ -45,7 +46,7 @@ const BROKER_CLOSE_BOUND_MS = 10_000;
  * limits, acks early or late. Bad input is rejected with a logged reason and never stops the worker.
  */
 export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
-  readonly app: AppContract;
+  readonly app: AppContract<TypedTasks>;
   readonly hostname: string;
   readonly state = new WorkerState();
   readonly pool: Pool;
@@ -75,7 +76,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
    */
   #redeliveredFlag = false;
 
-  constructor(app: AppContract, options: WorkerOptions = {}) {
+  constructor(app: AppContract<TypedTasks>, options: WorkerOptions = {}) {
     super();
     this.app = app;
     this.#options = options;

@@ -1,5 +1,5 @@
 import { randomUuid, type Exchange, type OutgoingMessage, type Queue } from '@kq/core';
-import type { AppContract } from './app-contract';
+import type { AppContract } from '../contract/app-contract';
 import { InvalidTaskError } from '../errors/errors';
 import { anonNodename, encodeTaskMessage, parseIsoDate, type EncodeTaskOptions, type SignatureJson } from '../protocol/index';
 import type { ApplyOptions, SignatureLike, TaskEmbed } from '../send/apply-options';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Queue } from '@kq/core';
-import type { AppContract } from '../../task/app-contract';
+import type { AppContract } from '../../contract/app-contract';
 import type { Logger } from '../../log/logger';
 import type { PeriodicMeta } from './periodic-meta';
 

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { backoffCountdown, KqError, processWide, Queue, TypedEmitter, UnsupportedFeature, type CycleRegister, type CycleState } from '@kq/core';
-import type { AppContract } from '../../task/app-contract';
+import type { AppContract } from '../../contract/app-contract';
 import { deterministicTaskId } from '../deterministic-id';
 import { prepareTaskMessage } from '../../task/prepare-task-message';
 import { Ignore, Retry } from '../../errors/errors';
 import type { Logger } from '../../log/logger';
-import type { Task, TaskFunction, TaskOptions } from '../../task/task';
-import type { TaskContext } from '../../task/task-context';
+import type { Task, TaskContext, TaskFunction, TaskOptions, TypedTasks } from '../../task/task';
 import { ControlLog, type PeriodicRecord } from './control-log';
 import { StopPeriodic } from './errors';
 import { PERIODIC_HEADER, periodicHeader, readPeriodicMeta, type PeriodicMeta } from './periodic-meta';
@@ -85,10 +84,10 @@ const TOMBSTONE_TTL_MS = 365 * 24 * 3600 * 1000;
 
 // Process-wide: a worker's periodicStep (the kq CLI's copy of @kq/worker, say) must see the tasks an app module
 // defined with another copy.
-const registry = processWide('kq.periodic-tasks.v1', () => new WeakMap<AppContract, Map<string, PeriodicTask<never[], unknown>>>());
+const registry = processWide('kq.periodic-tasks.v1', () => new WeakMap<AppContract<TypedTasks>, Map<string, PeriodicTask<never[], unknown>>>());
 
 /** The periodic tasks defined on `app` (what `periodicStep` starts). */
-export function periodicTasks(app: AppContract): PeriodicTask<never[], unknown>[] {
+export function periodicTasks(app: AppContract<TypedTasks>): PeriodicTask<never[], unknown>[] {
   return [...(registry.get(app)?.values() ?? [])];
 }
 
@@ -106,7 +105,7 @@ export function periodicTasks(app: AppContract): PeriodicTask<never[], unknown>[
  *   const cleanup = definePeriodic(app, 'proj.cleanup', async (ctx) => { ... }, { every: 300 });
  *   app.worker({ steps: [periodicStep()] });
  */
-export function definePeriodic<A extends unknown[], R>(app: AppContract, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
+export function definePeriodic<A extends unknown[], R>(app: AppContract<TypedTasks>, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>): PeriodicTask<A, R> {
   const periodic = new PeriodicTask(app, name, fn, options);
   let byName = registry.get(app);
   if (!byName) registry.set(app, (byName = new Map()));
@@ -116,7 +115,7 @@ export function definePeriodic<A extends unknown[], R>(app: AppContract, name: s
 
 /** A periodic task: the registered task plus its cycle (see `definePeriodic`). */
 export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicTaskEvents> {
-  readonly app: AppContract;
+  readonly app: AppContract<TypedTasks>;
   readonly name: string;
   /** The registered task (its runs are ordinary Celery task messages; `task.delay()` runs it once, outside the cycle). */
   readonly task: Task<A, R | undefined>;
@@ -133,7 +132,7 @@ export class PeriodicTask<A extends unknown[], R> extends TypedEmitter<PeriodicT
   readonly #log: Logger;
   #register: Promise<CycleRegister> | undefined;
 
-  constructor(app: AppContract, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>) {
+  constructor(app: AppContract<TypedTasks>, name: string, fn: TaskFunction<A, R>, options: PeriodicOptions<A>) {
     super();
     const seconds = (value: number | undefined, field: string, fallback: number, allowZero = false): number => {
       const v = value ?? fallback;

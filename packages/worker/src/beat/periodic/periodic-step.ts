@@ -1,4 +1,4 @@
-import type { AppContract } from '../../task/app-contract';
+import type { AppContract } from '../../contract/app-contract';
 import type { WorkerStep } from '../../runtime/bootstep';
 import type { WorkerHost } from '../../runtime/worker-host';
 import { periodicTasks, type PeriodicTask } from './define-periodic';
