@@ -1,11 +1,13 @@
 // What an idle kq consumer costs Redis: one BRPOP per IDLE_BLOCK_MS, and lease sweeps once a lease (each sweep sets
 // the next for when the first lease it saw runs out), both counted with MONITOR on the shared server under the
-// file's own prefix; and the sweep's schedule on fake timers.
+// file's own prefix; the sweep's and the delayed-delivery promoter's schedules on fake timers.
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { Queue, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RedisClient } from '../src/connection-factory';
+import { DelayedPromoter, MAX_SLEEP_MS } from '../src/delayed-promoter';
 import { IDLE_BLOCK_MS, defaultBlockMs } from '../src/idle-wait';
 import { KeyLayout, DEFAULT_KEY_NAMES, KOMBU_SEP } from '../src/key-layout';
 import { VISIBILITY_SCAN } from '../src/lua-scripts';
@@ -181,5 +183,33 @@ describe.skipIf(!up)('an idle consumer on Redis, by default', () => {
     expect(await fixture.redis.llen(`${prefix}held`)).toBe(0);
     await waitFor(async () => (await fixture.redis.llen(`${prefix}held`)) === 1, 5000, 'the survivor to restore it');
     expect(survivor.stats()).toMatchObject({ leaseRestored: 1 });
+  });
+});
+
+describe('the delayed-delivery promoter of an idle process', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('looks at the delayed set once every MAX_SLEEP_MS (5 min) while it is empty, not every 30 s, and at once on a nudge', async () => {
+    vi.useFakeTimers();
+    let looks = 0;
+    const commands = {
+      evalsha: async (): Promise<unknown> => {
+        looks++;
+        return [0, -1]; // nothing moved, nothing due
+      },
+    } as unknown as RedisClient;
+    const subscriber = Object.assign(new EventEmitter(), { subscribe: async (): Promise<number> => 1 }) as unknown as RedisClient;
+    const layout = new KeyLayout({ prefix: '', sep: KOMBU_SEP, steps: [0, 3, 6, 9], fanoutPrefix: '/0.', fanoutPatterns: true, cluster: false, names: DEFAULT_KEY_NAMES });
+    const promoter = new DelayedPromoter({ commands, subscriber, layout, scopes: () => Promise.resolve(['']), onError: () => undefined });
+    await promoter.start();
+    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    expect(MAX_SLEEP_MS).toBe(300_000);
+    expect(looks).toBe(3); // at start, then at 5 and 10 minutes
+    subscriber.emit('message', layout.key('delayedNudge'), '');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(looks).toBe(4);
+    promoter.stop();
   });
 });
