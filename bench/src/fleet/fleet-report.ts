@@ -114,6 +114,15 @@ function brokerSection(title: string, rows: readonly FleetRunResult[]): string[]
     );
   }
   lines.push('');
+  const costed = rows.filter((row) => row.commandCosts && row.commandCosts.length > 0);
+  if (costed.length > 0) {
+    lines.push("Where Redis's time went over the idle window (`INFO commandstats`: calls per second, and Redis's own µs per second in each; the six costliest):", '');
+    for (const row of costed) {
+      const top = (row.commandCosts ?? []).slice(0, 6).map((cost) => `${cost.command} ${fixed(cost.callsPerSecond, 1)}/s ${fixed(cost.usecPerSecond, 0)} µs`);
+      lines.push(`- ${row.system}, N = ${row.size}: ${top.join(', ')}.`);
+    }
+    lines.push('');
+  }
   const failures = rows.filter((row) => row.failure);
   if (failures.length > 0) {
     lines.push(`Failure detection (one worker SIGKILLed after the idle window; ${HEARTBEAT_INTERVAL_S * 3} s = 3 heartbeat intervals):`, '');
