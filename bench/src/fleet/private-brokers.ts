@@ -134,7 +134,7 @@ export class PrivateRabbit implements FleetBroker {
 }
 
 /** `cmdstat_brpop:calls=1,usec=2,...` lines as command → cost (`evalsha`, `publish`...). */
-function commandCostsOf(info: ReadonlyMap<string, string>): Map<string, CommandCost> {
+export function commandCostsOf(info: ReadonlyMap<string, string>): Map<string, CommandCost> {
   const costs = new Map<string, CommandCost>();
   for (const [field, value] of info) {
     if (!field.startsWith('cmdstat_')) continue;
@@ -145,7 +145,7 @@ function commandCostsOf(info: ReadonlyMap<string, string>): Map<string, CommandC
   return costs;
 }
 
-function parseInfo(text: string): Map<string, string> {
+export function parseInfo(text: string): Map<string, string> {
   const fields = new Map<string, string>();
   for (const line of text.split(/\r?\n/)) {
     const colon = line.indexOf(':');
