@@ -2,6 +2,8 @@
 // a stop takes every child with it; their log lines are watched for readiness and for peers reported lost.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { createWriteStream } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { processTreesCpuUs, processTreesRssBytes } from '../process-tree';
 
@@ -110,14 +112,20 @@ export class Fleet {
     live.add(child);
     child.once('exit', () => live.delete(child));
     const worker: FleetWorker = { name, child, spawnedAt: Date.now(), readyAt: undefined, mingleStartedAt: undefined, lostSeen: new Map() };
+    // KQ_FLEET_LOG_DIR: every worker's output kept there, each line stamped with when the bench read it (ms).
+    const logDir = process.env['KQ_FLEET_LOG_DIR'];
+    const logFile = logDir ? createWriteStream(join(logDir, `${name}.log`)) : undefined;
+    logFile?.write(`${worker.spawnedAt} (spawned)\n`);
     const onLine = (line: string): void => {
       const now = Date.now();
+      logFile?.write(`${now} ${line}\n`);
       if (worker.readyAt === undefined && READY.test(line)) worker.readyAt = now;
       else if (worker.mingleStartedAt === undefined && line.includes('mingle: searching')) worker.mingleStartedAt = now;
       const lost = LOST.exec(line);
       if (lost?.[1] && !worker.lostSeen.has(lost[1])) worker.lostSeen.set(lost[1], now);
     };
     for (const stream of [child.stdout, child.stderr]) if (stream) createInterface({ input: stream }).on('line', onLine);
+    child.once('exit', () => logFile?.end());
     this.workers.push(worker);
     return worker;
   }

@@ -14,32 +14,48 @@ export interface ReportSettings {
 
 const BROKER_NAMES = { redis: 'Redis', amqp: 'RabbitMQ' } as const;
 
-/** What the targets above leave open, and why (issue #36). */
+/** What changed in this round, what it measured, and what the targets above leave open (issue #36). */
 const OPEN = [
-  'What changed since the previous run, and what is left open:',
+  'What changed in this round, and what is left open:',
   '',
-  '- Bounded Mingle: a kq worker\'s `hello` asks only the Gossip watchers (Python workers answer as always), who name',
-  '  the watchers and every peer; Mingle stops once every named watcher answered. Mingle\'s reply queue is its own and is',
-  '  deleted when it is done. Watchers say they watch every five heartbeat intervals instead of every one.',
-  '- Traffic per worker with the dashboard (Redis): it was the reply exchange\'s binding set, which held one',
-  '  Mingle reply queue per worker for the worker\'s whole life and was read on every reply. With Mingle\'s reply queue',
-  '  deleted, the bytes Redis sends per worker are flat from 10 to 200 workers.',
-  '- A tenth of Python\'s broker CPU per worker: not met. A profile of the RabbitMQ node (Erlang reductions per process',
-  '  over 20 s, 20 kq workers, no dashboard) puts about 35 % of a kq worker\'s cost in publishing its own heartbeat',
-  '  (about 1,500 reductions per publish in the channel process; a Celery worker pays the same) and about 40 % in the',
-  '  three watchers receiving it (queue, channel and writer processes). The rest is the gossip queue, the pidbox queue',
-  '  and Mingle. Publishing events without publisher confirms made no measurable difference (100 connections, one',
-  '  event each every 2 s: 0.010 to 0.013 % of a core per connection either way). What remains is Celery\'s wire (a',
-  '  heartbeat every 2 s per worker) and the watchers; `gossipWatchers: 2` would cut the watchers\' share by a third.',
-  '  On Redis, Python\'s quadratic fan-out hardly shows in Redis\'s CPU; it shows in the bytes sent and in the',
-  '  workers\' own CPU.',
-  '- RabbitMQ at N = 200 on this machine (load average over 30 from other work): about 30 of the 200 workers were',
-  '  not ready after 75 s, in both runs. Their logs show the three watchers falling behind: their replies to `hello`',
-  '  came after the request\'s one-second expiry, so the starting workers asked everyone (143 replies, 9 s). Then a',
-  '  watcher judged most of the fleet lost at once, and the workers that forgot their watchers started watching.',
-  '  Without the dashboard, 200 workers on a private RabbitMQ all started. The watchers concentrate work on three',
-  '  processes that get no more CPU than any other. Not done yet: a watcher that finds most of the fleet lost at once',
-  '  should doubt itself, and a watchers-only `hello` could carry a longer expiry.',
+  '- Where an idle kq fleet\'s Redis time went (`INFO commandstats` over the idle window, N = 50, before this round):',
+  '  per worker per second 1 BRPOP (the idle consumer\'s 1 s wait, Kombu\'s `brpop_timeout`), 0.5 heartbeat PUBLISH',
+  '  (Celery\'s wire), 0.2 lease-sweep scripts (every 5 s; at 70 µs a call the costliest in Redis\'s own time) and the',
+  '  delayed-delivery promoter\'s look every 30 s. What Redis\'s CPU follows is the number of commands that arrive, not',
+  '  the time inside them: on a private redis-server with 800 idle connections (0.20 % of a core with no traffic), 100',
+  '  PUBLISHes a second with no subscriber cost 0.60 % more, about 60 µs each on this loaded machine, of which',
+  '  `commandstats` counts about 10; each subscriber they reach adds 5 to 8 µs.',
+  '- So the changes cut commands: an idle consumer waits 10 s in one BRPOP (a message wakes it at once, a cancelled',
+  '  or re-subscribed consumer is unblocked with CLIENT UNBLOCK; the cluster layout keeps 1 s); a lease sweep sets the',
+  '  next for when the first lease it saw runs out (plus up to a tenth, so processes spread), a lease (30 s) away at',
+  '  most, instead of every 5 s; the promoter looks at an empty delayed set every 5 minutes (nudges and reconnects',
+  '  already wake it); two Gossip watchers by default instead of three; and a starting worker to which Mingle named',
+  '  enough watchers below its name no longer follows heartbeats for its first 3 s. At N = 200 an idle kq fleet sent',
+  '  Redis 219 commands a second (525 before, 1.1 per worker): 100 heartbeat PUBLISHes, the dashboard\'s inspect',
+  '  replies (SMEMBERS and LPUSH, 67), 20 BRPOPs and 8 scripts.',
+  '- A tenth of Python\'s broker CPU per worker: not met on Redis (0.14), not met on RabbitMQ (0.12), both better than',
+  '  before (0.18 and 0.13). On Redis the heartbeat PUBLISH alone (every 2 s per worker, what Flower and Python',
+  '  workers read) costs about 0.004 % of a core per worker, 0.07 of Python\'s figure at 200, and Redis\'s fixed',
+  '  0.2 % is 0.001 % per worker: a tenth leaves almost nothing for the rest. On RabbitMQ the figure moves by about',
+  '  a quarter from run to run: 0.042 and 0.028 % per worker at N = 200 in two trial runs just before the one above',
+  '  (three watchers in both).',
+  '- The Python anchor: measured at N = 10, 50 and 100 in this run (Debian\'s Celery 5.2.6, 45 MB each), extrapolated',
+  '  to 200 by a straight line through the per-worker CPU of the three. The measured points bend upwards (on RabbitMQ',
+  '  0.078, 0.122, 0.187 %; on Redis 0.030, 0.034, 0.042 %), so the line is a low estimate of Python at 200, and the',
+  '  ratios above are if anything too high. Not measured at 200: each Python worker at 100 used 1.0 % of a core',
+  '  (all its peers\' heartbeats), so 200 would need about 4 cores of this 2-core machine for the workers alone.',
+  '- RabbitMQ, all 200 ready within 10 s: met in this run (slowest 7.3 s, load average 15 to 33 from other work), not',
+  '  in the two trial runs at a similar load (15.6 s, then 13.9 s once a starting worker no longer followed',
+  '  heartbeats while Mingle had named its watchers). Worker logs (`KQ_FLEET_LOG_DIR`)',
+  '  show the slow ones are the last batches, and that both Mingle and the steps after it stretch with the size of the',
+  '  fleet: after Mingle, 0.2 to 0.3 s for the first hundred workers, 2.8 s on average for the last batch; the same',
+  '  steps take 24 ms on an idle node. Every start makes every running worker take its `hello` and its',
+  '  `worker-online` (Celery\'s wire, for Python workers and Flower too): 2N deliveries and N process wake-ups per',
+  '  start, on two cores shared by N + 1 processes. Python at N = 100 was slower (slowest 12.4 s).',
+  '- Not explained: on Redis at N = 50, 100 and 200, one worker each spent about 6.1 s in Mingle (a watchers-only',
+  '  `hello` that nobody answered within its 5 s window, then Celery\'s `hello`: the first answers\' 5 s plus 1 s).',
+  '  Not seen again in a fleet of 30 with the worker logs kept; the rest of those fleets\' starts took 0.3 to 0.6 s',
+  '  (median) in Mingle.',
   '',
 ];
 
@@ -114,6 +130,15 @@ function brokerSection(title: string, rows: readonly FleetRunResult[]): string[]
     );
   }
   lines.push('');
+  const costed = rows.filter((row) => row.commandCosts && row.commandCosts.length > 0);
+  if (costed.length > 0) {
+    lines.push("Where Redis's time went over the idle window (`INFO commandstats`: calls per second, and Redis's own µs per second in each; the six costliest):", '');
+    for (const row of costed) {
+      const top = (row.commandCosts ?? []).slice(0, 6).map((cost) => `${cost.command} ${fixed(cost.callsPerSecond, 1)}/s ${fixed(cost.usecPerSecond, 0)} µs`);
+      lines.push(`- ${row.system}, N = ${row.size}: ${top.join(', ')}.`);
+    }
+    lines.push('');
+  }
   const failures = rows.filter((row) => row.failure);
   if (failures.length > 0) {
     lines.push(`Failure detection (one worker SIGKILLed after the idle window; ${HEARTBEAT_INTERVAL_S * 3} s = 3 heartbeat intervals):`, '');

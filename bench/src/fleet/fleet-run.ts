@@ -7,7 +7,7 @@ import { App } from '@kq/worker';
 import { processTreeCpuUs, processTreeRssBytes } from '../process-tree';
 import { percentile } from '../stats';
 import { Fleet, killOnExit, sleep, type FleetSystem } from './fleet-processes';
-import type { BrokerCounters, FleetBroker } from './private-brokers';
+import type { BrokerCounters, CommandCost, FleetBroker } from './private-brokers';
 
 const DASHBOARD_CLI = fileURLToPath(new URL('../../../packages/dashboard/dist/cli.js', import.meta.url));
 /** Celery's heartbeat interval, seconds: failure detection is judged against three of them. */
@@ -57,6 +57,15 @@ export interface FleetRunResult {
   revokeMs: number | null;
   revokeReplies: number;
   failure: FailureResult | null;
+  /** Redis: what each command cost over the idle window, most Redis time first (absent for RabbitMQ and older runs). */
+  commandCosts?: CommandRate[];
+}
+
+/** One command's share of the idle window: calls and Redis's own microseconds in it, per second. */
+export interface CommandRate {
+  command: string;
+  callsPerSecond: number;
+  usecPerSecond: number;
 }
 
 export interface FailureResult {
@@ -95,6 +104,10 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
 
     const ping = await timedBroadcast(client, 'ping', {}, size);
     const revoke = await timedBroadcast(client, 'revoke', { task_id: randomUUID(), terminate: false, signal: 'SIGTERM' }, size);
+    if (after.counters.commands) {
+      const top = commandRates(before.counters.commands, after.counters.commands, seconds).slice(0, 6);
+      log(`  Redis time per second by command: ${top.map((rate) => `${rate.command} ${rate.callsPerSecond.toFixed(1)}/s ${Math.round(rate.usecPerSecond)} µs`).join(', ')}`);
+    }
     log(`  idle ${seconds.toFixed(1)} s; ping ${ping.replies} in ${ping.ms ?? '-'} ms; revoke ${revoke.replies} in ${revoke.ms ?? '-'} ms`);
     const failure = options.failure ? await killOne(fleet, port) : null;
     if (failure) log(`  kill: dashboard ${failure.dashboardMs ?? 'never'} ms; peers ${failure.peersWithin3Intervals}/${failure.peers} within 3 intervals`);
@@ -122,6 +135,7 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
       revokeMs: revoke.ms,
       revokeReplies: revoke.replies,
       failure,
+      ...(after.counters.commands ? { commandCosts: commandRates(before.counters.commands, after.counters.commands, seconds) } : {}),
     };
   } finally {
     await fleet.stop();
@@ -129,6 +143,17 @@ export async function runFleet(options: FleetRunOptions): Promise<FleetRunResult
     forgetDashboard();
     await client.close().catch(() => undefined);
   }
+}
+
+function commandRates(before: ReadonlyMap<string, CommandCost> | undefined, after: ReadonlyMap<string, CommandCost>, seconds: number): CommandRate[] {
+  const rates: CommandRate[] = [];
+  for (const [command, cost] of after) {
+    const earlier = before?.get(command) ?? { calls: 0, usec: 0 };
+    const calls = cost.calls - earlier.calls;
+    if (calls <= 0) continue;
+    rates.push({ command, callsPerSecond: calls / seconds, usecPerSecond: (cost.usec - earlier.usec) / seconds });
+  }
+  return rates.sort((a, b) => b.usecPerSecond - a.usecPerSecond);
 }
 
 interface Sample {

@@ -18,6 +18,14 @@ export interface BrokerCounters {
   /** Redis: bytes sent to clients; RabbitMQ: messages delivered to consumers (pushed and fetched). */
   sent: number;
   connections: number;
+  /** Redis: each command's calls and microseconds spent so far (`INFO commandstats`); RabbitMQ: none. */
+  commands?: ReadonlyMap<string, CommandCost>;
+}
+
+/** What one command has cost the broker so far: how often it ran, and Redis's own time in it. */
+export interface CommandCost {
+  calls: number;
+  usec: number;
 }
 
 export interface FleetBroker {
@@ -62,6 +70,7 @@ export class PrivateRedis implements FleetBroker {
       received: Number(info.get('total_commands_processed') ?? 0),
       sent: Number(info.get('total_net_output_bytes') ?? 0),
       connections: Number(info.get('connected_clients') ?? 0),
+      commands: commandCostsOf(info),
     };
   }
 
@@ -124,7 +133,19 @@ export class PrivateRabbit implements FleetBroker {
   }
 }
 
-function parseInfo(text: string): Map<string, string> {
+/** `cmdstat_brpop:calls=1,usec=2,...` lines as command → cost (`evalsha`, `publish`...). */
+export function commandCostsOf(info: ReadonlyMap<string, string>): Map<string, CommandCost> {
+  const costs = new Map<string, CommandCost>();
+  for (const [field, value] of info) {
+    if (!field.startsWith('cmdstat_')) continue;
+    const calls = /(?:^|,)calls=(\d+)/.exec(value)?.[1];
+    const usec = /(?:^|,)usec=(\d+)/.exec(value)?.[1];
+    costs.set(field.slice('cmdstat_'.length), { calls: Number(calls ?? 0), usec: Number(usec ?? 0) });
+  }
+  return costs;
+}
+
+export function parseInfo(text: string): Map<string, string> {
   const fields = new Map<string, string>();
   for (const line of text.split(/\r?\n/)) {
     const colon = line.indexOf(':');

@@ -64,7 +64,8 @@ export const RENEW = loadLuaScript('renew', 'prelude');
  * The sweep, first half (one rule for every delivery: Kombu's, see prelude.lua): lists deliveries whose score is older
  * than now - visibility timeout; with the mutex flag, nothing while another process holds Kombu's `unacked_mutex`.
  * KEYS: unacked, unacked_index, unacked_mutex. ARGV: mutex flag (1|0), visibility µs, limit.
- * Returns false when standing aside, else {tag, score, unacked value or false, ...}.
+ * Returns false when standing aside, else {ms until the first delivery not yet stale is (-1: none), tag, score,
+ * unacked value or false, ...}.
  */
 export const VISIBILITY_SCAN = loadLuaScript('visibility-scan', 'prelude');
 

@@ -38,7 +38,11 @@ export interface RedisTransportOptions extends VirtualTransportOptions {
   deadLetterMax?: number;
   /** Heartbeat period of held deliveries. Default min(leaseMs, visibilityTimeout) / 3, so neither runs out on a live one. */
   leaseRenewIntervalMs?: number;
-  /** How often a consuming kq process looks for expired leases. Default min(leaseMs / 2, 5000). */
+  /**
+   * How often a consuming kq process looks for expired leases. By default there is no fixed period: each look sets
+   * the next for when the first lease it saw runs out (plus up to a tenth, so processes spread), at most `leaseMs`
+   * later, so a crashed consumer's deliveries come back about when its lease runs out and an idle fleet rarely looks.
+   */
   sweepIntervalMs?: number;
   /** How often a consuming kq process runs Kombu's visibility-timeout sweep (under `unacked_mutex`). Default 100 000. */
   visibilitySweepIntervalMs?: number;

@@ -41,8 +41,9 @@ export interface RedisStoreSettings {
   leaseRenewIntervalMs: number;
   promoteDelayed: boolean;
   autoPipelining: boolean;
-  /** Lease sweep period (see Sweeper). */
+  /** Lease sweep period, or with `leaseSweepFollowsExpiry` its longest gap (see Sweeper). */
   leaseSweepIntervalMs: number;
+  leaseSweepFollowsExpiry?: boolean;
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
@@ -196,6 +197,7 @@ export class RedisStore implements VirtualStore {
       layout,
       scopes,
       leaseSweepIntervalMs: this.#settings.leaseSweepIntervalMs,
+      leaseSweepFollowsExpiry: this.#settings.leaseSweepFollowsExpiry ?? false,
       visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
       visibilityTimeout: this.#settings.visibilityTimeout,
       restoreLimit: this.#settings.unackedRestoreLimit,

@@ -14,6 +14,7 @@ import { parseBrokerUrl, type RedisEndpoint } from './broker-url';
 import { ConnectionFactory } from './connection-factory';
 import { RedisCycleRegister } from './cycle-register';
 import { countDelayed } from './delayed-count';
+import { defaultBlockMs } from './idle-wait';
 import { DEFAULT_KEY_NAMES, KOMBU_SEP, KeyLayout } from './key-layout';
 import { RedisChannel } from './redis-channel';
 import { DEFAULTS, type RedisTransportOptions } from './redis-options';
@@ -70,12 +71,16 @@ export class RedisTransport extends VirtualTransport {
       },
     });
     const visibilityTimeout = positive(options.visibilityTimeout, 'visibilityTimeout') ?? DEFAULTS.visibilityTimeout;
+    const sweepIntervalMs = positive(options.sweepIntervalMs, 'sweepIntervalMs');
     const store = new RedisStore({
       factory,
       layout,
       leaseMs,
       leaseRenewIntervalMs: renewInterval(options.leaseRenewIntervalMs, leaseMs, visibilityTimeout, logger),
-      leaseSweepIntervalMs: positive(options.sweepIntervalMs, 'sweepIntervalMs') ?? Math.max(50, Math.min(Math.floor(leaseMs / 2), 5000)),
+      // Given, a fixed period; by default each sweep sets the next for when the first lease it saw runs out, a lease
+      // away at most (see Sweeper).
+      leaseSweepIntervalMs: sweepIntervalMs ?? Math.max(50, Math.min(leaseMs, visibilityTimeout * 1000)),
+      leaseSweepFollowsExpiry: sweepIntervalMs === undefined,
       visibilitySweepIntervalMs: positive(options.visibilitySweepIntervalMs, 'visibilitySweepIntervalMs') ?? DEFAULTS.visibilitySweepIntervalMs,
       visibilityTimeout,
       ...(options.deadLetterMax === undefined ? {} : { deadLetterMax: positive(options.deadLetterMax, 'deadLetterMax') as number }),
@@ -86,7 +91,7 @@ export class RedisTransport extends VirtualTransport {
       onError: (error) => signals.send({ kind: 'error', error }),
       onConnectionState: (state) => signals.send({ kind: state }),
     });
-    super(store, { ...options, prioritySteps: steps });
+    super(store, { ...options, prioritySteps: steps, pollIntervalMs: options.pollIntervalMs ?? defaultBlockMs(layout.cluster, options.redisOptions) });
     signals.attach((signal) => {
       if (signal.kind === 'error') this.reportError(signal.error);
       else if (signal.kind === 'lost') this.emit('disconnected');

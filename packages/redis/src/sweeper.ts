@@ -6,6 +6,13 @@ import { VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
 import { parseDocument, documentValue, member, writeDocument, type JsonNode } from '@kq/core';
 import { quarantineRecord } from './quarantine';
 
+/** The shortest gap between two frequent sweeps that follow the leases. */
+const MIN_SWEEP_GAP_MS = 100;
+/** Share of a gap added at random, so processes that saw the same lease do not sweep together. */
+const JITTER_SHARE = 0.1;
+/** After a sweep that saw nothing (it failed, or stood aside for Kombu's mutex), the next comes this soon at most. */
+const RETRY_UNSEEN_MS = 5000;
+
 export interface SweeperOptions {
   commands: RedisClient;
   layout: KeyLayout;
@@ -14,7 +21,12 @@ export interface SweeperOptions {
    * queues in the cluster layout, where each queue keeps its own in its slot.
    */
   scopes: () => Promise<readonly string[]>;
+  /**
+   * The frequent sweep's period; with `leaseSweepFollowsExpiry`, the longest it waits: each sweep then sets the next
+   * for when the first lease it saw runs out.
+   */
   leaseSweepIntervalMs: number;
+  leaseSweepFollowsExpiry?: boolean;
   visibilitySweepIntervalMs: number;
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
@@ -45,32 +57,75 @@ export interface SweepCounts {
 export class Sweeper {
   readonly #options: SweeperOptions;
   readonly counts: SweepCounts = { leaseRestored: 0, visibilityRestored: 0 };
+  #running = false;
+  /** The frequent sweep's timer: an interval, or with `leaseSweepFollowsExpiry` the next sweep's timeout. */
   #leaseTimer: NodeJS.Timeout | undefined;
   #visibilityTimer: NodeJS.Timeout | undefined;
   #leaseRun: Promise<number> | undefined;
+  /**
+   * What the last sweep that heard from every scope saw: ms until the first lease not yet run out runs out (undefined:
+   * nothing held), and whether it left stale deliveries for a next call (its restore limit). Undefined once used.
+   */
+  #seen: { nextExpiryMs: number | undefined; moreStale: boolean } | undefined;
 
   constructor(options: SweeperOptions) {
     this.#options = options;
   }
 
   get running(): boolean {
-    return this.#leaseTimer !== undefined;
+    return this.#running;
   }
 
   /** Starts both sweeps; the visibility sweep runs once at once (as a Kombu worker does at start). */
   start(): void {
-    if (this.#leaseTimer) return;
+    if (this.#running) return;
+    this.#running = true;
     const { leaseSweepIntervalMs, visibilitySweepIntervalMs, onError } = this.#options;
-    this.#leaseTimer = setInterval(() => void this.sweepLeases().catch(onError), leaseSweepIntervalMs);
-    this.#leaseTimer.unref();
     this.#visibilityTimer = setInterval(() => void this.sweepVisibility().catch(onError), visibilitySweepIntervalMs);
     this.#visibilityTimer.unref();
-    void this.sweepVisibility().catch(onError);
+    const first = this.sweepVisibility().catch(onError);
+    if (this.#options.leaseSweepFollowsExpiry) {
+      // The start-up sweep says when the first lease runs out; the frequent sweeps go on from there.
+      void first.then(() => this.#armLeaseSweep());
+      return;
+    }
+    this.#leaseTimer = setInterval(() => void this.sweepLeases().catch(onError), leaseSweepIntervalMs);
+    this.#leaseTimer.unref();
+  }
+
+  /**
+   * The next frequent sweep when it follows the leases: when the first lease the last sweep saw runs out (at once when
+   * that sweep hit its restore limit), at most `leaseSweepIntervalMs` away, and up to a tenth later so the fleet's
+   * processes, which all see the same leases, do not sweep together. With nothing held, no lease taken after a
+   * sweep runs out before the next (each is `leaseMs` long, the default cap), so an idle process sweeps once a lease
+   * rather than every few seconds: in an idle fleet every process's sweeps were a fifth of its Redis commands.
+   */
+  #armLeaseSweep(): void {
+    if (!this.#running) return;
+    const { leaseSweepIntervalMs, onError } = this.#options;
+    const seen = this.#seen;
+    this.#seen = undefined;
+    // Nothing seen: the last sweep failed (Redis away) or stood aside for Kombu's mutex.
+    const until =
+      seen === undefined
+        ? Math.min(leaseSweepIntervalMs, RETRY_UNSEEN_MS)
+        : seen.moreStale
+          ? 0
+          : Math.min(seen.nextExpiryMs ?? Infinity, leaseSweepIntervalMs);
+    const gap = Math.max(MIN_SWEEP_GAP_MS, until);
+    clearTimeout(this.#leaseTimer);
+    this.#leaseTimer = setTimeout(() => {
+      void this.sweepLeases()
+        .catch(onError)
+        .finally(() => this.#armLeaseSweep());
+    }, gap + gap * JITTER_SHARE * Math.random());
+    this.#leaseTimer.unref();
   }
 
   stop(): void {
-    if (this.#leaseTimer) clearInterval(this.#leaseTimer);
-    if (this.#visibilityTimer) clearInterval(this.#visibilityTimer);
+    this.#running = false;
+    clearInterval(this.#leaseTimer);
+    clearInterval(this.#visibilityTimer);
     this.#leaseTimer = undefined;
     this.#visibilityTimer = undefined;
   }
@@ -90,29 +145,46 @@ export class Sweeper {
 
   async #sweep(withMutex: boolean): Promise<number> {
     let total = 0;
-    for (const scope of await this.#options.scopes()) total += await this.#sweepOf(scope, withMutex);
+    let nextExpiryMs: number | undefined;
+    let moreStale = false;
+    let heard = true;
+    for (const scope of await this.#options.scopes()) {
+      const swept = await this.#sweepOf(scope, withMutex);
+      total += swept.restored;
+      if (!swept.seen) heard = false;
+      else if (swept.seen.moreStale) moreStale = true;
+      const next = swept.seen?.nextExpiryMs;
+      if (next !== undefined) nextExpiryMs = Math.min(nextExpiryMs ?? Infinity, next);
+    }
+    if (heard) this.#seen = { nextExpiryMs, moreStale };
     if (withMutex) this.counts.visibilityRestored += total;
     else this.counts.leaseRestored += total;
     return total;
   }
 
-  async #sweepOf(scope: string, withMutex: boolean): Promise<number> {
+  /** One scope's sweep: how many it restored and what it saw (none when it stood aside for Kombu's mutex). */
+  async #sweepOf(
+    scope: string,
+    withMutex: boolean,
+  ): Promise<{ restored: number; seen: { nextExpiryMs: number | undefined; moreStale: boolean } | undefined }> {
     const { commands, layout, visibilityTimeout, restoreLimit } = this.#options;
     const mutex = withMutex ? 1 : 0;
     const scanKeys = [layout.scopedKey('unacked', scope), layout.scopedKey('unackedIndex', scope), layout.scopedKey('unackedMutex', scope)];
-    const found = (await VISIBILITY_SCAN.run(commands, scanKeys, [mutex, Math.round(visibilityTimeout * 1_000_000), restoreLimit])) as Array<
-      string | null
+    const reply = (await VISIBILITY_SCAN.run(commands, scanKeys, [mutex, Math.round(visibilityTimeout * 1_000_000), restoreLimit])) as Array<
+      string | number | null
     > | null;
-    if (found === null) return 0;
+    if (reply === null) return { restored: 0, seen: undefined };
+    const [nextMs, ...found] = reply;
+    const seen = { nextExpiryMs: typeof nextMs === 'number' && nextMs >= 0 ? nextMs : undefined, moreStale: found.length / 3 >= restoreLimit };
     const args: Array<string | number> = [layout.prefix, mutex];
     for (let at = 0; at < found.length; at += 3) {
       const tag = found[at] as string;
       const score = found[at + 1] as string;
-      const value = found[at + 2] ?? null;
+      const value = (found[at + 2] ?? null) as string | null;
       args.push(tag, score, ...(await this.#visibilityTargets(tag, value, scope)));
     }
-    if (found.length === 0) return 0;
-    return Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args));
+    if (found.length === 0) return { restored: 0, seen };
+    return { restored: Number(await VISIBILITY_RESTORE.run(commands, scanKeys, args)), seen };
   }
 
   /**

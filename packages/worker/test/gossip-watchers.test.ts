@@ -19,10 +19,10 @@ describe('Gossip watchers', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   });
 
-  function start(broker: string, hostname: string): { app: App; worker: Worker; messages: () => string[] } {
+  function start(broker: string, hostname: string, gossipWatchers: number | 'default' = 1): { app: App; worker: Worker; messages: () => string[] } {
     const app = memoryApp(broker);
     const log = recordingLogger(hostname);
-    const worker = app.worker({ hostname, logger: log.logger, steps: clusterSteps({ heartbeatInterval: INTERVAL, gossipWatchers: 1 }) });
+    const worker = app.worker({ hostname, logger: log.logger, steps: clusterSteps({ heartbeatInterval: INTERVAL, ...(gossipWatchers === 'default' ? {} : { gossipWatchers }) }) });
     cleanups.push(async () => {
       await worker.stop();
       await app.close();
@@ -71,6 +71,16 @@ describe('Gossip watchers', () => {
     expect(heard.get(c)).not.toContain('worker.heartbeat');
     expect(b.aliveWorkers().map((w) => w.hostname).sort()).toEqual(['a@test', 'c@test']);
     expect(a.aliveWorkers().map((w) => w.hostname).sort()).toEqual(['b@test', 'c@test']);
+  });
+
+  it('by default the two workers with the lowest names watch, and the others do not', async () => {
+    const broker = memoryBrokerName('gossip-default-watchers');
+    const fleet = ['a@test', 'b@test', 'c@test', 'd@test'].map((name) => start(broker, name, 'default'));
+    for (const member of fleet) await member.worker.start();
+    const gossips = fleet.map((member) => findGossip(member.worker));
+    await waitFor(() => gossips.every((g) => !g.deciding && g.aliveWorkers().length === 3), 5000, 'everyone to decide and see three peers');
+    await new Promise((resolve) => setTimeout(resolve, INTERVAL * 3000));
+    expect(gossips.map((g) => g.watching)).toEqual([true, true, false, false]);
   });
 
   it('a worker gone without a word is reported lost by the watcher, and every other worker forgets it', async () => {

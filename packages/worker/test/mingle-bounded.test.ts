@@ -18,7 +18,7 @@ describe('bounded Mingle', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   });
 
-  function newWorker(broker: string, hostname: string): { app: App; worker: Worker; messages: () => string[]; ran: string[] } {
+  function newWorker(broker: string, hostname: string, heartbeatInterval = INTERVAL): { app: App; worker: Worker; messages: () => string[]; ran: string[] } {
     const app = memoryApp(broker);
     const ran: string[] = [];
     app.task('bounded.record', (_ctx, id: string) => {
@@ -29,7 +29,7 @@ describe('bounded Mingle', () => {
       hostname,
       queues: [`q.${hostname}`],
       logger: log.logger,
-      steps: clusterSteps({ mingle: true, heartbeatInterval: INTERVAL, gossipWatchers: 1, mingleTimeout: 0.3 }),
+      steps: clusterSteps({ mingle: true, heartbeatInterval, gossipWatchers: 1, mingleTimeout: 0.3 }),
     });
     cleanups.push(async () => {
       await worker.stop();
@@ -67,6 +67,24 @@ describe('bounded Mingle', () => {
     // Mingle's reply queue went with it: no binding of d's is left for later replies to be routed past.
     expect(MemoryBroker.named(broker).bindings.get('celery.pidbox')).toHaveLength(4); // the four nodes' own queues
     expect(MemoryBroker.named(broker).bindings.get('reply.celery.pidbox') ?? []).toEqual([]);
+  });
+
+  it('a worker to which Mingle named enough watchers below its name decides at once, and never follows heartbeats', async () => {
+    const broker = memoryBrokerName('mingle-bounded-decided');
+    await fleetOfThree(broker);
+    // A heartbeat interval of 1 s: it would otherwise decide for 1.5 s, following every heartbeat meanwhile.
+    const d = newWorker(broker, 'd@test', 1);
+    await d.worker.start();
+    const gossip = clusterOf(d.worker)?.gossip;
+    expect(gossip?.deciding).toBe(false);
+    expect(gossip?.followingHeartbeats).toBe(false);
+    expect(gossip?.watching).toBe(false);
+    // A worker whose name comes before the watcher's still decides (and here takes over the watching).
+    const early = newWorker(broker, '0@test', 1);
+    await early.worker.start();
+    const earlyGossip = clusterOf(early.worker)?.gossip;
+    expect(earlyGossip?.deciding).toBe(true);
+    await waitFor(() => earlyGossip?.watching === true, 5000, 'the worker with the lowest name to watch');
   });
 
   it('a task revoked before a worker started is refused by it (Mingle brings the revoke)', async () => {

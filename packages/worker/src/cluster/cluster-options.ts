@@ -23,7 +23,7 @@ export interface ClusterOptions {
   /** Seconds between Gossip's checks for workers that stopped sending heartbeats (Celery: 5; at most half a heartbeat interval). */
   gossipInterval?: number;
   /**
-   * How many kq workers follow every heartbeat and tell the others whom they lost (default 3); the rest follow only
+   * How many kq workers follow every heartbeat and tell the others whom they lost (default 2); the rest follow only
    * online, offline and election events, so what each worker consumes stays the same whatever the fleet's size.
    * `Infinity` makes every worker follow every heartbeat, as Celery's do.
    */

@@ -158,11 +158,14 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       // notices stop.
       if (fields['sw_ident'] === SOFTWARE_INFO.sw_ident) this.#watchersSeen.set(node, { at: now, freq: this.#noticePeriod });
     }
-    if (this.#watchers !== Infinity) {
+    if (this.#watchers !== Infinity && this.#namedWatchersBelow() < this.#watchers) {
       // Mingle's replies named the watchers; a watcher also says so when it starts watching and every few intervals.
       // After one and a half heartbeat intervals (3 s at most) this worker decides whether it is one; one that heard
       // of no watcher watches until it does, rather than follow nobody. Meanwhile it follows heartbeats too, so its
-      // clock meets the others' at once, as a Celery worker's does.
+      // clock meets the others' at once, as a Celery worker's does. One to which Mingle named enough watchers below
+      // its name (the usual start in a running fleet) has nothing left to decide: what it would hear meanwhile can
+      // only add kq workers below it, so it never follows heartbeats (in a fleet of 200 on RabbitMQ, each start
+      // cost a queue, a binding and 300 heartbeats, and the round trips to set them up and take them down).
       this.#deciding = true;
       // setImmediate: after what arrived while this process waited for the CPU is read (timers run before I/O).
       this.#decisionTimer = setTimeout(
@@ -376,6 +379,15 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       }
     }
     this.#reconsider(now);
+  }
+
+  /** The watchers Mingle named (the kq workers known at start) whose names come before this worker's. */
+  #namedWatchersBelow(): number {
+    let below = 0;
+    for (const worker of this.state.workers.values()) {
+      if (worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident && compareCodePoints(worker.hostname, this.hostname) < 0) below++;
+    }
+    return below;
   }
 
   /** The kq workers this one takes for the watchers: the `watchers` lowest names among the kq workers it knows. */
