@@ -1,6 +1,7 @@
-import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
+import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
 import { type TaskMessage } from '../protocol/index';
+import { readTaskBody, taskBodyPending } from '../protocol/decode-task-message';
 import { exceptionInfo, formatDateDone } from '../results/index';
 import type { Task } from '../task/task';
 import { TaskContext, type TaskRequest } from '../task/task-context';
@@ -8,6 +9,7 @@ import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';
 import type { HeldTask, RequestInfo } from './held-task';
+import { taskResultMeta } from './task-result-meta';
 import type { WorkerHost } from './worker-host';
 import { describeError } from '../errors/describe-error';
 
@@ -87,6 +89,9 @@ export class Request implements HeldTask {
     const reason = expired ? 'expired' : 'revoked';
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
     const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
+    // The body only for what needs it: a chord part (a group member) names its chord there, an extended result
+    // stores the arguments. An unreadable body leaves them out; the message is acked as revoked all the same.
+    if (taskBodyPending(this.message) && (this.message.group !== null || this.worker.app.conf.resultExtended)) this.#readBody();
     await this.#store('REVOKED', info, null);
     await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
     this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
@@ -121,6 +126,16 @@ export class Request implements HeldTask {
     this.#killWith(new WorkerShutdownError(`Task ${this.name}[${this.id}] abandoned: ${reason}`));
   }
 
+  /** Reads the body the worker left for the run into the message; what made it unreadable, if it was. */
+  #readBody(): unknown {
+    try {
+      readTaskBody(this.message, this.delivery, this.worker.taskDecodeOptions);
+      return undefined;
+    } catch (error) {
+      return error;
+    }
+  }
+
   #abortController(): AbortController {
     return (this.#abort ??= new AbortController());
   }
@@ -135,6 +150,7 @@ export class Request implements HeldTask {
   }
 
   info(safe = false): RequestInfo {
+    if (!safe && taskBodyPending(this.message)) this.#readBody();
     return {
       id: this.id,
       name: this.name,
@@ -166,6 +182,15 @@ export class Request implements HeldTask {
       await this.discardRevoked();
       this.worker.state.taskReady(this);
       return;
+    }
+    if (taskBodyPending(this.message)) {
+      const unreadable = this.#readBody();
+      if (unreadable !== undefined) {
+        // Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering.
+        worker.state.taskReady(this);
+        await worker.rejectUnreadable(this.delivery, unreadable);
+        return;
+      }
     }
     this.timeStart = Date.now() / 1000;
     worker.state.taskAccepted(this);
@@ -392,33 +417,14 @@ export class Request implements HeldTask {
     const known = this.worker.app.knownBackend;
     const backend = known !== undefined ? known : await this.worker.app.backend();
     if (!backend) return;
+    const { conf } = this.worker.app;
     const ready = status === 'SUCCESS' || status === 'FAILURE' || status === 'REVOKED' || status === 'REJECTED';
-    const meta: ResultMeta = {
-      status,
-      result,
-      traceback,
-      children: this.#children ?? [],
-      date_done: ready ? formatDateDone(new Date(), this.worker.app.conf.resultDateDone) : null,
-      ...(this.message.group ? { group_id: this.message.group } : {}),
-      ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
-      ...(this.worker.app.conf.resultExtended
-        ? {
-            name: this.name,
-            args: this.message.args,
-            kwargs: this.message.kwargs,
-            worker: this.worker.hostname,
-            retries: this.message.retries,
-            queue: this.delivery.deliveryInfo.routingKey,
-          }
-        : {}),
-      task_id: this.id,
-    };
+    const dateDone = ready ? formatDateDone(new Date(), conf.resultDateDone) : null;
+    const extension = conf.resultExtended ? { worker: this.worker.hostname, queue: this.delivery.deliveryInfo.routingKey } : null;
+    const meta = taskResultMeta(this.message, status, result, traceback, this.#children ?? [], dateDone, extension);
     try {
-      await backend.store(meta, {
-        expiresMs: this.worker.app.conf.resultExpires * 1000,
-        ...(this.message.replyTo ? { replyTo: this.message.replyTo } : {}),
-        correlationId: this.message.correlationId,
-      });
+      const { replyTo, correlationId } = this.message;
+      await backend.store(meta, replyTo ? { expiresMs: conf.resultExpires * 1000, replyTo, correlationId } : { expiresMs: conf.resultExpires * 1000, correlationId });
     } catch (error) {
       this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describeError(error)}`);
     }

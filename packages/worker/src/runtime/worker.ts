@@ -1,12 +1,13 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, KqError, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
+import { Consumer, KqError, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
 import type { AppContract } from '../task/app-contract';
 import { jsonLogSink } from '../log/log-json-sink';
 import { attachTaskMetrics } from '../telemetry/task-metrics';
 import { WorkerHttpEndpoint } from './http-endpoint';
 import { InvalidTaskError, NotRegistered } from '../errors/errors';
 import { Logger } from '../log/logger';
-import { decodeTaskMessage, type TaskMessage } from '../protocol/index';
+import type { DecodeTaskOptions, TaskMessage } from '../protocol/index';
+import { decodeTaskHeaders } from '../protocol/decode-task-message';
 import { expandHostname } from '../protocol/nodename';
 import { Autoscaler } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
@@ -24,6 +25,7 @@ import type { WorkerStep } from './bootstep';
 import type { TaskEventKind } from '../events/task-event-fields';
 import type { WorkerHost } from './worker-host';
 import { TaskLimits } from './task-limits';
+import { warnIfPickleAccepted } from './pickle-warning';
 import type { WorkerEvents, WorkerOptions } from './worker-options';
 export type { WorkerEvents, WorkerOptions } from './worker-options';
 import { WorkerState } from './worker-state';
@@ -74,6 +76,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
    * `inspect` shows the others' `redelivered` as None (Kombu's virtual transports have no such flag).
    */
   #redeliveredFlag = false;
+  #decodeOptions: DecodeTaskOptions | undefined;
 
   constructor(app: AppContract, options: WorkerOptions = {}) {
     super();
@@ -180,7 +183,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       await this.#http.start();
     }
     await this.app.codecsReady();
-    this.#warnIfPickleAccepted();
+    warnIfPickleAccepted(this.app.conf.acceptContent, this.log);
     const connection = this.app.connection;
     let transport: Transport;
     try {
@@ -341,31 +344,15 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     return this.#redeliveredFlag;
   }
 
-  /** Celery configs often accept pickle; kq cannot decode it, which start-up says once rather than each task failing. */
-  #warnIfPickleAccepted(): void {
-    const { acceptContent } = this.app.conf;
-    const pickle = acceptContent.find((entry) => entry === 'pickle' || entry === 'application/x-python-serialize');
-    if (pickle === undefined || defaultSerializers.has('application/x-python-serialize')) return;
-    this.log.warning(
-      `acceptContent names ${JSON.stringify(pickle)}, but kq cannot decode pickle: pickled tasks will be rejected and ` +
-        'their result stored as ContentDisallowed (kombu.exceptions). Have their senders use json, msgpack or yaml.',
-    );
-  }
-
   async #receive(delivery: Delivery): Promise<void> {
     if (this.#stopping) return; // left unsettled: given back when the channel closes
     let message: TaskMessage;
     try {
-      const limit = this.app.connection.maxMessageSize;
-      message = decodeTaskMessage(delivery, {
-        accept: this.app.conf.acceptContent,
-        timezone: this.app.conf.timezone,
-        ...(limit === null ? {} : { maxDecompressedSize: limit }),
-      });
+      // The body waits for the run where the headers suffice (Request.execute reads it): a revoked or expired task
+      // never decodes it, and a prefetched one holds its bytes rather than their decoded objects.
+      message = decodeTaskHeaders(delivery, this.taskDecodeOptions);
     } catch (error) {
-      const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
-      await this.#rejectMessage(delivery, reason);
-      await storeUnreadable(this.app, this.log, delivery, reason);
+      await this.rejectUnreadable(delivery, error);
       return;
     }
     const task = this.app.tasks.get(message.name);
@@ -447,6 +434,21 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       return;
     }
     this.pool.apply((release) => request.execute(release));
+  }
+
+  /** How task messages are decoded: the accept list, the zone of naive times, the most a body may inflate to. */
+  get taskDecodeOptions(): DecodeTaskOptions {
+    if (this.#decodeOptions) return this.#decodeOptions;
+    const { acceptContent: accept, timezone } = this.app.conf;
+    const limit = this.app.connection.maxMessageSize;
+    return (this.#decodeOptions = { accept, timezone, ...(limit === null ? {} : { maxDecompressedSize: limit }) });
+  }
+
+  /** Rejects a message whose task cannot be read (logged, dead-lettered, its FAILURE stored when it names its id). */
+  async rejectUnreadable(delivery: Delivery, error: unknown): Promise<void> {
+    const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
+    await this.#rejectMessage(delivery, reason);
+    await storeUnreadable(this.app, this.log, delivery, reason);
   }
 
   #reportRejected(delivery: Delivery, reason: Error): void {
