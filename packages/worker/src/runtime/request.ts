@@ -1,4 +1,4 @@
-import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultTuple, type TaskState } from '@kq/core';
+import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
 import { type TaskMessage } from '../protocol/index';
 import { readTaskBody, taskBodyPending } from '../protocol/decode-task-message';
@@ -223,7 +223,8 @@ export class Request implements HeldTask {
       const runtime = (performance.now() - started) / 1000;
       // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
       if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
-      await this.#store('SUCCESS', value, null);
+      const storing = this.#store('SUCCESS', value, null);
+      if (storing) await storing;
       worker.emitTask('succeeded', this, { result: value, runtime });
       if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
       if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
@@ -264,7 +265,7 @@ export class Request implements HeldTask {
     return 'failed';
   }
 
-  async #run(timers: LongTimeout[]): Promise<unknown> {
+  #run(timers: LongTimeout[]): Promise<unknown> {
     const { message, task, worker } = this;
     const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
     const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
@@ -411,10 +412,15 @@ export class Request implements HeldTask {
     return this.message.ignoreResult === true || (this.task.options.ignoreResult ?? this.worker.app.conf.taskIgnoreResult);
   }
 
-  async #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+  /** Stores the state (unless ignored, or there is no backend: then nothing to wait for, and no promise made). */
+  #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> | undefined {
     const failure = status === 'FAILURE' || status === 'REJECTED';
-    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return;
+    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return undefined;
     const known = this.worker.app.knownBackend;
+    return known === null ? undefined : this.#storeIn(known, status, result, traceback);
+  }
+
+  async #storeIn(known: ResultBackend | undefined, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
     const backend = known !== undefined ? known : await this.worker.app.backend();
     if (!backend) return;
     const { conf } = this.worker.app;
@@ -438,20 +444,27 @@ export class Request implements HeldTask {
     if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback, this.#requestInfo());
   }
 
-  /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
-  async #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> {
-    if (this.delivery.acknowledged) return;
+  /**
+   * `reason` goes with a reject (kept with the message where the transport keeps rejected ones). Not async: the
+   * transport's promise and one continuation are all a settle costs (it runs once per task).
+   */
+  #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> | undefined {
+    if (this.delivery.acknowledged) return undefined;
+    let settling: Promise<void>;
     try {
-      if (action === 'ack') await this.delivery.ack();
-      else if (action === 'reject') await this.delivery.reject(reason);
-      else await this.delivery.requeue();
-      this.worker.emitSettled(this, action);
+      settling = action === 'ack' ? this.delivery.ack() : action === 'reject' ? this.delivery.reject(reason) : this.delivery.requeue();
     } catch (error) {
-      // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
-      // and at-least-once delivery means it will run again elsewhere.
-      const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
-      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
+      settling = Promise.reject(error);
     }
+    return settling.then(
+      () => this.worker.emitSettled(this, action),
+      (error: unknown) => {
+        // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
+        // and at-least-once delivery means it will run again elsewhere.
+        const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
+        this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
+      },
+    );
   }
 
   #requestInfo(): TaskRequest {
