@@ -152,6 +152,9 @@ describe('a worker reading bodies when tasks run (memory://)', () => {
     const w = await start();
     const rejected: Error[] = [];
     w.on('rejected', (_delivery, reason) => rejected.push(reason));
+    // Announced on receipt (its headers were read), so its end is announced too: a monitor is not left with it pending.
+    const events: string[] = [];
+    w.on('task', (kind, request) => events.push(`${kind}:${request.id}`));
     const channel = await app.connection.channel();
     const shapeless = withBody({ ...canvasMessage, headers: { ...canvasMessage.headers, id: 'shapeless' } }, '[[1], {}]');
     const broken = withBody({ ...canvasMessage, headers: { ...canvasMessage.headers, id: 'broken' } }, '[[1], {');
@@ -176,5 +179,6 @@ describe('a worker reading bodies when tasks run (memory://)', () => {
     expect(await (await app.asyncResult('broken')).state()).toBe('FAILURE');
     expect(w.state.reserved.size).toBe(0);
     expect(w.state.active.size).toBe(0);
+    expect(events.filter((event) => event.endsWith(':shapeless'))).toEqual(['received:shapeless', 'rejected:shapeless']);
   });
 });

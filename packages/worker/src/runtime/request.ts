@@ -10,6 +10,7 @@ import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';
 import type { HeldTask, RequestInfo } from './held-task';
 import { taskResultMeta } from './task-result-meta';
+import { resultPreview } from './result-preview';
 import type { WorkerHost } from './worker-host';
 import { describeError } from '../errors/describe-error';
 
@@ -89,8 +90,7 @@ export class Request implements HeldTask {
     const reason = expired ? 'expired' : 'revoked';
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
     const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
-    // The body only for what needs it: a chord part (a group member) names its chord there, an extended result
-    // stores the arguments. An unreadable body leaves them out; the message is acked as revoked all the same.
+    // The body only where needed: a chord member (in a group) names its chord there, an extended result its args.
     if (taskBodyPending(this.message) && (this.message.group !== null || this.worker.app.conf.resultExtended)) this.#readBody();
     await this.#store('REVOKED', info, null);
     await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
@@ -186,9 +186,11 @@ export class Request implements HeldTask {
     if (taskBodyPending(this.message)) {
       const unreadable = this.#readBody();
       if (unreadable !== undefined) {
-        // Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering.
+        // Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering. It was
+        // announced (task-received), so monitors also hear that it ended: task-rejected, not requeued.
         worker.state.taskReady(this);
         await worker.rejectUnreadable(this.delivery, unreadable);
+        worker.emitTask('rejected', this, { requeue: false });
         return;
       }
     }
@@ -222,7 +224,7 @@ export class Request implements HeldTask {
       worker.state.succeeded.add(this.id);
       const runtime = (performance.now() - started) / 1000;
       // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
-      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
+      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${resultPreview(value)}`, this.logFields());
       const storing = this.#store('SUCCESS', value, null);
       if (storing) await storing;
       worker.emitTask('succeeded', this, { result: value, runtime });
@@ -495,14 +497,4 @@ export class Request implements HeldTask {
       message,
     };
   }
-}
-
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }
