@@ -142,7 +142,7 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
       prefetch: this.#prefetch,
       noAck: this.#options.noAck ?? false,
       consumerTag: this.tag,
-      onMessage: (delivery) => void this.#receive(delivery),
+      onMessage: (delivery) => this.#receive(delivery),
       onCancel: () => {
         if (this.#active) void this.#recover();
       },
@@ -175,21 +175,19 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     this.emit('rejected', delivery, reason);
   }
 
-  async #receive(delivery: Delivery): Promise<void> {
+  // Not async: it runs once per message, and a handler that finishes synchronously (a worker receiving a task it
+  // hands to its pool) then costs no promise at all.
+  #receive(delivery: Delivery): void {
     const limit = this.connection.maxMessageSize;
     // Checked before anything reads the body, in both modes: a hostile producer's giant body goes no further.
     try {
       assertMessageSize(delivery.body, limit);
     } catch (error) {
-      await this.#reject(delivery, toError(error));
+      void this.#reject(delivery, toError(error));
       return;
     }
     if (this.#options.decode === false) {
-      try {
-        await this.#options.onMessage(delivery.body, delivery);
-      } catch (error) {
-        this.emit('error', toError(error), delivery);
-      }
+      this.#handOver(delivery.body, delivery);
       return;
     }
     let body: unknown;
@@ -200,14 +198,22 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
         ...(limit === null ? {} : { maxDecompressedSize: limit }),
       });
     } catch (error) {
-      await this.#reject(delivery, isUnreadableContent(error) ? error : new DecodeError(String(error), { cause: error }));
+      void this.#reject(delivery, isUnreadableContent(error) ? error : new DecodeError(String(error), { cause: error }));
       return;
     }
+    this.#handOver(body, delivery);
+  }
+
+  /** Calls the handler; what it throws, or the promise it returns rejects with, is reported as an `error`. */
+  #handOver(body: unknown, delivery: Delivery): void {
+    let handled: void | Promise<void>;
     try {
-      await this.#options.onMessage(body, delivery);
+      handled = this.#options.onMessage(body, delivery);
     } catch (error) {
       this.emit('error', toError(error), delivery);
+      return;
     }
+    if (handled instanceof Promise) handled.catch((error: unknown) => this.emit('error', toError(error), delivery));
   }
 }
 

@@ -28,7 +28,10 @@ interface Entry<T> {
   readonly item: T;
 }
 
-const monotonicSeconds = (): number => Number(process.hrtime.bigint()) / 1e9;
+// performance.now() and process.hrtime read the same monotonic clock (libuv's hrtime: CLOCK_MONOTONIC on Linux, as
+// Python's time.monotonic()); the offset between them is read once, so a reading makes no BigInt (one per task run).
+const MONOTONIC_OFFSET_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+const monotonicSeconds = (): number => (MONOTONIC_OFFSET_MS + performance.now()) / 1000;
 
 /** Heap entries may outnumber live items by this percentage before the heap is rebuilt (Python uses 15 too). */
 const MAX_HEAP_OVERLOAD_PERCENT = 15;
@@ -90,7 +93,8 @@ export class LimitedSet<T extends string = string> implements Iterable<T> {
     const entry: Entry<T> = { t, item };
     this.#data.set(item, entry);
     this.#push(entry);
-    if (this.maxlen && this.#data.size >= this.maxlen) this.purge();
+    // Purged as of now, as Python's purge() reads the clock: the clock already read here when no timestamp was given.
+    if (this.maxlen && this.#data.size >= this.maxlen) this.purge(timestamp ? undefined : t);
   }
 
   /** Membership only: an expired item that has not been purged yet is still reported (Python does the same). */

@@ -12,7 +12,11 @@ export type EventMap<Events> = Record<keyof Events, unknown[]>;
 export class TypedEmitter<Events extends EventMap<Events>> extends EventEmitter<Events> {}
 
 // Patched on the prototype rather than overridden, so Node's own typing of `emit` stays as it is.
-(TypedEmitter.prototype as EventEmitter).emit = function emit(this: EventEmitter, event: string | symbol, ...args: unknown[]): boolean {
+// Its arguments are passed on as they came (`apply` with `arguments`), not copied into an array and spread again:
+// a worker emits several events per task.
+const emitEvent = EventEmitter.prototype.emit;
+(TypedEmitter.prototype as EventEmitter).emit = function emit(this: EventEmitter, event: string | symbol): boolean {
   if (event === 'error' && this.listenerCount('error') === 0) return false;
-  return EventEmitter.prototype.emit.call(this, event, ...args);
+  // eslint-disable-next-line prefer-rest-params -- the point: no copy of the arguments per event
+  return emitEvent.apply(this, arguments as unknown as Parameters<typeof emitEvent>);
 };

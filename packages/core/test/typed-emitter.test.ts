@@ -21,4 +21,15 @@ describe('TypedEmitter', () => {
     expect(probe.emit('error', new Error('heard'))).toBe(true);
     expect(heard).toEqual(['heard']);
   });
+
+  it('hands listeners every argument as emitted, none to five, and says whether anyone listened', () => {
+    const emitter = new TypedEmitter<{ many: unknown[] }>();
+    expect(emitter.emit('many', 1)).toBe(false);
+    const seen: unknown[][] = [];
+    emitter.on('many', (...args: unknown[]) => seen.push(args));
+    const five = [1, 'two', null, undefined, { five: 5 }];
+    expect(emitter.emit('many')).toBe(true);
+    expect(emitter.emit('many', ...five)).toBe(true);
+    expect(seen).toEqual([[], five]);
+  });
 });

@@ -134,6 +134,15 @@ export class SerializerRegistry {
     }
   }
 
+  /**
+   * Throws the `ContentDisallowed` that `decode` would for content outside `accept`, without reading the body: a
+   * receiver that decodes a body only when it needs it still refuses disallowed content on receipt.
+   */
+  assertAccepted(contentType: string, accept: readonly string[]): void {
+    const type = contentType || RAW_CONTENT_TYPE;
+    if (!this.#accepts(accept, type)) throw new ContentDisallowed(type, accept, this.#unsignedRefusal(accept, type));
+  }
+
   /** Loads the optional `@msgpack/msgpack` package and registers the `msgpack` serializer. */
   async enableMsgpack(): Promise<void> {
     if (this.#byName.has('msgpack')) return;

@@ -7,7 +7,7 @@ import {
   UnsupportedFeature,
 } from '../errors';
 import type { Exchange } from '../exchange';
-import type { Delivery, Headers, OutgoingMessage } from '../message';
+import type { Delivery, DeliveryInfo, Headers, OutgoingMessage } from '../message';
 import type { Queue } from '../queue';
 import { routeMessage, type BindingRecord } from '../routing';
 import type {
@@ -371,27 +371,17 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
 
   #delivery(claim: Claim, noAck: boolean, consumer: VirtualConsumer | undefined, consumerTag: string | undefined): Delivery {
     const { message } = claim;
-    return new VirtualDelivery(
-      {
-        body: message.body,
-        contentType: message.contentType,
-        contentEncoding: message.contentEncoding,
-        headers: message.headers,
-        properties: message.properties,
-        deliveryInfo: {
-          exchange: message.exchange,
-          routingKey: message.routingKey,
-          queue: claim.queue,
-          redelivered: message.redelivered,
-          deliveryTag: message.deliveryTag,
-          ...(consumerTag === undefined ? {} : { consumerTag }),
-        },
-        noAck,
-      },
-      this.#settler,
-      claim,
-      consumer,
-    );
+    const deliveryInfo: DeliveryInfo = {
+      exchange: message.exchange,
+      routingKey: message.routingKey,
+      queue: claim.queue,
+      redelivered: message.redelivered,
+      deliveryTag: message.deliveryTag,
+    };
+    // Set, not spread from a temporary object: this runs once per message.
+    if (consumerTag !== undefined) deliveryInfo.consumerTag = consumerTag;
+    const { body, contentType, contentEncoding, headers, properties } = message;
+    return new VirtualDelivery({ body, contentType, contentEncoding, headers, properties, deliveryInfo, noAck }, this.#settler, claim, consumer);
   }
 
   /** Not async on the ack path: the store's promise is the delivery's, instead of one more wrapped around it. */

@@ -31,6 +31,12 @@ export async function storeFailure(app: AppContract, log: Logger, message: Failu
   }
 }
 
+/** An unknown task's FAILURE as Celery's consumer stores it: its request knows only the name (extended fields null). */
+export function storeNotRegistered(app: AppContract, log: Logger, message: FailureTarget): Promise<void> {
+  const info = { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' };
+  return storeFailure(app, log, message, info, { name: null, args: null, kwargs: null, worker: null, retries: null, queue: null });
+}
+
 /**
  * A task message whose body was refused (content type not accepted, signature not verified, over `maxMessageSize`) or
  * could not be decoded still names its task id in its headers: its FAILURE (`ContentDisallowed` / `SecurityError` /

@@ -37,6 +37,21 @@ export class RedeliveryGuard {
     return seen >= this.#app.conf.workerMaxRedeliveries ? seen : 'republish';
   }
 
+  /**
+   * For a message delivered before, or to be republished with its count: null when it is dealt with here (acked
+   * because a run already succeeded, or handed on as a counted copy), else how many deliveries came before this one.
+   */
+  async deliveriesOfRedelivered(delivery: Delivery, message: TaskMessage, counted: number | 'republish'): Promise<number | null> {
+    if (delivery.deliveryInfo.redelivered && (await this.succeededBefore(message))) {
+      // A run already succeeded (its ack was lost: a blocked event loop outlived the lease, a connection dropped
+      // after the result was stored). Running it again would only repeat it, and failing it would contradict it.
+      this.#log.warning(`Task ${message.name}[${message.id}] was redelivered but already succeeded; acknowledging it without running it again`);
+      await delivery.ack().catch((error: unknown) => this.#log.warning(`could not ack: ${String(error)}`));
+      return null;
+    }
+    return counted === 'republish' ? this.republishCounted(delivery) : counted;
+  }
+
   /** Whether a run of this task already succeeded, here or as its stored result says (ask for redelivered messages only). */
   async succeededBefore(message: TaskMessage): Promise<boolean> {
     if (this.#state.succeeded.has(message.id)) return true;

@@ -1,6 +1,7 @@
-import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultMeta, type ResultTuple, type TaskState } from '@kq/core';
+import { backoffCountdown, KqError, StaleDeliveryError, type Delivery, type ResultBackend, type ResultTuple, type TaskState } from '@kq/core';
 import { Ignore, Reject, Retry, SoftTimeLimitExceeded, TaskRevokedError, TimeLimitExceeded, WorkerLostError, WorkerShutdownError } from '../errors/errors';
 import { type TaskMessage } from '../protocol/index';
+import { readTaskBody, taskBodyPending } from '../protocol/decode-task-message';
 import { exceptionInfo, formatDateDone } from '../results/index';
 import { TaskContext, type Task } from '../task/task';
 import type { TaskRequest } from '../task/task-request';
@@ -8,6 +9,8 @@ import { chordPartReturn, failRemainingChain, sendCallbacks, sendErrbacks } from
 import { startRunTrace, type RunTrace } from '../telemetry/task-tracing';
 import { setLongTimeout, type LongTimeout } from './long-timeout';
 import type { HeldTask, RequestInfo } from './held-task';
+import { taskResultMeta } from './task-result-meta';
+import { resultPreview } from './result-preview';
 import type { WorkerHost } from './worker-host';
 import { describeError } from '../errors/describe-error';
 
@@ -87,6 +90,8 @@ export class Request implements HeldTask {
     const reason = expired ? 'expired' : 'revoked';
     this.worker.log.info(`Discarding ${reason} task: ${this.name}[${this.id}]`);
     const info = { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' };
+    // The body only where needed: a chord member (in a group) names its chord there, an extended result its args.
+    if (taskBodyPending(this.message) && (this.message.group !== null || this.worker.app.conf.resultExtended)) this.#readBody();
     await this.#store('REVOKED', info, null);
     await chordPartReturn(this.worker.app, this.worker.log, this.message, 'REVOKED', info, this.#requestInfo());
     this.worker.emitTask('revoked', this, { terminated: false, signum: null, expired });
@@ -121,6 +126,16 @@ export class Request implements HeldTask {
     this.#killWith(new WorkerShutdownError(`Task ${this.name}[${this.id}] abandoned: ${reason}`));
   }
 
+  /** Reads the body the worker left for the run into the message; what made it unreadable, if it was. */
+  #readBody(): unknown {
+    try {
+      readTaskBody(this.message, this.delivery, this.worker.taskDecodeOptions);
+      return undefined;
+    } catch (error) {
+      return error;
+    }
+  }
+
   #abortController(): AbortController {
     return (this.#abort ??= new AbortController());
   }
@@ -135,6 +150,7 @@ export class Request implements HeldTask {
   }
 
   info(safe = false): RequestInfo {
+    if (!safe && taskBodyPending(this.message)) this.#readBody();
     return {
       id: this.id,
       name: this.name,
@@ -167,6 +183,17 @@ export class Request implements HeldTask {
       this.worker.state.taskReady(this);
       return;
     }
+    if (taskBodyPending(this.message)) {
+      const unreadable = this.#readBody();
+      if (unreadable !== undefined) {
+        // Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering. It was
+        // announced (task-received), so monitors also hear that it ended: task-rejected, not requeued.
+        worker.state.taskReady(this);
+        await worker.rejectUnreadable(this.delivery, unreadable);
+        worker.emitTask('rejected', this, { requeue: false });
+        return;
+      }
+    }
     this.timeStart = Date.now() / 1000;
     worker.state.taskAccepted(this);
     if (!this.acksLate) await this.#settle('ack');
@@ -197,8 +224,9 @@ export class Request implements HeldTask {
       worker.state.succeeded.add(this.id);
       const runtime = (performance.now() - started) / 1000;
       // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
-      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${preview(value)}`, this.logFields());
-      await this.#store('SUCCESS', value, null);
+      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${resultPreview(value)}`, this.logFields());
+      const storing = this.#store('SUCCESS', value, null);
+      if (storing) await storing;
       worker.emitTask('succeeded', this, { result: value, runtime });
       if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
       if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
@@ -239,7 +267,7 @@ export class Request implements HeldTask {
     return 'failed';
   }
 
-  async #run(timers: LongTimeout[]): Promise<unknown> {
+  #run(timers: LongTimeout[]): Promise<unknown> {
     const { message, task, worker } = this;
     const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
     const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
@@ -386,39 +414,25 @@ export class Request implements HeldTask {
     return this.message.ignoreResult === true || (this.task.options.ignoreResult ?? this.worker.app.conf.taskIgnoreResult);
   }
 
-  async #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+  /** Stores the state (unless ignored, or there is no backend: then nothing to wait for, and no promise made). */
+  #store(status: TaskState, result: unknown, traceback: string | null): Promise<void> | undefined {
     const failure = status === 'FAILURE' || status === 'REJECTED';
-    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return;
+    if (this.#ignoreResult() && !(failure && this.worker.app.conf.taskStoreErrorsEvenIfIgnored)) return undefined;
     const known = this.worker.app.knownBackend;
+    return known === null ? undefined : this.#storeIn(known, status, result, traceback);
+  }
+
+  async #storeIn(known: ResultBackend | undefined, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
     const backend = known !== undefined ? known : await this.worker.app.backend();
     if (!backend) return;
+    const { conf } = this.worker.app;
     const ready = status === 'SUCCESS' || status === 'FAILURE' || status === 'REVOKED' || status === 'REJECTED';
-    const meta: ResultMeta = {
-      status,
-      result,
-      traceback,
-      children: this.#children ?? [],
-      date_done: ready ? formatDateDone(new Date(), this.worker.app.conf.resultDateDone) : null,
-      ...(this.message.group ? { group_id: this.message.group } : {}),
-      ...(this.message.parentId ? { parent_id: this.message.parentId } : {}),
-      ...(this.worker.app.conf.resultExtended
-        ? {
-            name: this.name,
-            args: this.message.args,
-            kwargs: this.message.kwargs,
-            worker: this.worker.hostname,
-            retries: this.message.retries,
-            queue: this.delivery.deliveryInfo.routingKey,
-          }
-        : {}),
-      task_id: this.id,
-    };
+    const dateDone = ready ? formatDateDone(new Date(), conf.resultDateDone) : null;
+    const extension = conf.resultExtended ? { worker: this.worker.hostname, queue: this.delivery.deliveryInfo.routingKey } : null;
+    const meta = taskResultMeta(this.message, status, result, traceback, this.#children ?? [], dateDone, extension);
     try {
-      await backend.store(meta, {
-        expiresMs: this.worker.app.conf.resultExpires * 1000,
-        ...(this.message.replyTo ? { replyTo: this.message.replyTo } : {}),
-        correlationId: this.message.correlationId,
-      });
+      const { replyTo, correlationId } = this.message;
+      await backend.store(meta, replyTo ? { expiresMs: conf.resultExpires * 1000, replyTo, correlationId } : { expiresMs: conf.resultExpires * 1000, correlationId });
     } catch (error) {
       this.worker.log.error(`Could not store the ${status} result of ${this.name}[${this.id}]: ${describeError(error)}`);
     }
@@ -432,20 +446,27 @@ export class Request implements HeldTask {
     if (this.message.chain?.length) await failRemainingChain(app, log, this.message, 'FAILURE', info, traceback, this.#requestInfo());
   }
 
-  /** `reason` goes with a reject (kept with the message where the transport keeps rejected ones). */
-  async #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> {
-    if (this.delivery.acknowledged) return;
+  /**
+   * `reason` goes with a reject (kept with the message where the transport keeps rejected ones). Not async: the
+   * transport's promise and one continuation are all a settle costs (it runs once per task).
+   */
+  #settle(action: 'ack' | 'reject' | 'requeue', reason?: string): Promise<void> | undefined {
+    if (this.delivery.acknowledged) return undefined;
+    let settling: Promise<void>;
     try {
-      if (action === 'ack') await this.delivery.ack();
-      else if (action === 'reject') await this.delivery.reject(reason);
-      else await this.delivery.requeue();
-      this.worker.emitSettled(this, action);
+      settling = action === 'ack' ? this.delivery.ack() : action === 'reject' ? this.delivery.reject(reason) : this.delivery.requeue();
     } catch (error) {
-      // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
-      // and at-least-once delivery means it will run again elsewhere.
-      const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
-      this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
+      settling = Promise.reject(error);
     }
+    return settling.then(
+      () => this.worker.emitSettled(this, action),
+      (error: unknown) => {
+        // The broker already gave the message to someone else (lease lost, channel closed): nothing to undo here,
+        // and at-least-once delivery means it will run again elsewhere.
+        const level = error instanceof StaleDeliveryError || error instanceof KqError ? 'warning' : 'error';
+        this.worker.log.log(level, `Could not ${action} ${this.name}[${this.id}]: ${describeError(error)}`);
+      },
+    );
   }
 
   #requestInfo(): TaskRequest {
@@ -476,14 +497,4 @@ export class Request implements HeldTask {
       message,
     };
   }
-}
-
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }

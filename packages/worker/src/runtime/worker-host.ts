@@ -1,4 +1,5 @@
-import type { Queue } from '@kq/core';
+import type { Delivery, Queue } from '@kq/core';
+import type { DecodeTaskOptions } from '../protocol/index';
 import type { TaskEventKind } from '../events/task-event-fields';
 import type { Logger } from '../log/logger';
 import type { Autoscaler } from '../pool/autoscaler';
@@ -31,6 +32,10 @@ export interface WorkerHost {
   readonly isConsuming: boolean;
   /** True when the broker marks every delivery redelivered or not (known once started). */
   readonly redeliveredFlag: boolean;
+  /** How task messages are decoded (a request reads a body its worker left for the run with these). */
+  readonly taskDecodeOptions: DecodeTaskOptions;
+  /** Rejects a message whose task cannot be read: logged, dead-lettered, its FAILURE stored when it names its id. */
+  rejectUnreadable(delivery: Delivery, error: unknown): Promise<void>;
   growPool(n: number): void;
   shrinkPool(n: number): void;
   stop(options?: { cold?: boolean }): Promise<void>;

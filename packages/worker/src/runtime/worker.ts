@@ -1,5 +1,5 @@
 import { hostname as osHostname } from 'node:os';
-import { Consumer, KqError, TypedEmitter, defaultSerializers, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
+import { Consumer, KqError, TypedEmitter, sanitizeUrl, type Delivery, type MailboxNode, type Queue, type Transport } from '@kq/core';
 import type { AppContract } from '../contract/app-contract';
 import type { TypedTasks } from '../task/task';
 import { jsonLogSink } from '../log/log-json-sink';
@@ -7,7 +7,8 @@ import { attachTaskMetrics } from '../telemetry/task-metrics';
 import { WorkerHttpEndpoint } from './http-endpoint';
 import { InvalidTaskError, NotRegistered } from '../errors/errors';
 import { Logger } from '../log/logger';
-import { decodeTaskMessage, type TaskMessage } from '../protocol/index';
+import type { DecodeTaskOptions, TaskMessage } from '../protocol/index';
+import { decodeTaskHeaders } from '../protocol/decode-task-message';
 import { expandHostname } from '../protocol/nodename';
 import { Autoscaler } from '../pool/autoscaler';
 import { createPool } from '../pool/create-pool';
@@ -17,7 +18,7 @@ import { controlCommands } from './control-commands';
 import { deferToBroker, EtaTimer, needsBrokerDelayRoutes, pendingEta } from './eta';
 import { fatalConsumerError } from './fatal-consumer-error';
 import { settledWithin } from './settled-within';
-import { storeFailure, storeUnreadable } from './failure-records';
+import { storeFailure, storeNotRegistered, storeUnreadable } from './failure-records';
 import { onStopSignals } from '../platform/stop-signals';
 import { RedeliveryGuard } from './redelivery';
 import { Request } from './request';
@@ -25,13 +26,14 @@ import type { WorkerStep } from './bootstep';
 import type { TaskEventKind } from '../events/task-event-fields';
 import type { WorkerHost } from './worker-host';
 import { TaskLimits } from './task-limits';
+import { prefetchCount } from './prefetch-count';
+import { warnIfPickleAccepted } from './pickle-warning';
 import type { WorkerEvents, WorkerOptions } from './worker-options';
 export type { WorkerEvents, WorkerOptions } from './worker-options';
 import { WorkerState } from './worker-state';
 
 /** The fields of a task event that has none (shared: an event per task would otherwise make an object). */
 const NO_FIELDS: Readonly<Record<string, unknown>> = Object.freeze({});
-
 /** How long a stop waits for abandoned tasks to give their messages back before closing the channel anyway. */
 const ABANDON_SETTLE_MS = 5000;
 /**
@@ -75,6 +77,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
    * `inspect` shows the others' `redelivered` as None (Kombu's virtual transports have no such flag).
    */
   #redeliveredFlag = false;
+  #decodeOptions: DecodeTaskOptions | undefined;
 
   constructor(app: AppContract<TypedTasks>, options: WorkerOptions = {}) {
     super();
@@ -141,22 +144,11 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     return this.#http;
   }
 
-  /**
-   * The consumer's current prefetch: pool size × multiplier, plus one per ETA task held. It follows the pool as it
-   * grows and shrinks. An autoscaled pool must be able to see more work than it has children, or it never grows:
-   * below `max` it prefetches at least one message more than its size (this matters with multiplier 1), and at
-   * size 0 one child's worth.
-   */
+  /** The consumer's current prefetch: it follows the pool as it grows and shrinks, and the ETA tasks held. */
   get prefetchCount(): number {
-    if (this.prefetchMultiplier === 0) return 0;
-    const size = this.pool.limit;
-    let prefetch = Math.max(1, size) * this.prefetchMultiplier;
-    if (this.autoscaler && size < this.autoscaler.max) prefetch = Math.max(prefetch, size + 1);
-    // Celery 5.6's worker_eta_task_limit is Kombu QoS's max_prefetch: the bump stops there, so once that many
-    // messages are held the broker keeps the rest (no unbounded ETA memory).
-    const limit = this.app.conf.workerEtaTaskLimit;
-    const bumped = prefetch + this.#eta.size;
-    return limit !== null && limit > 0 ? Math.min(bumped, limit) : bumped;
+    const etaTaskLimit = this.app.conf.workerEtaTaskLimit;
+    const autoscaleMax = this.autoscaler ? this.autoscaler.max : null;
+    return prefetchCount({ multiplier: this.prefetchMultiplier, poolSize: this.pool.limit, autoscaleMax, etaHeld: this.#eta.size, etaTaskLimit });
   }
 
   /** Adds `n` slots to the pool and raises the prefetch to match (`pool_grow`). */
@@ -181,7 +173,7 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       await this.#http.start();
     }
     await this.app.codecsReady();
-    this.#warnIfPickleAccepted();
+    warnIfPickleAccepted(this.app.conf.acceptContent, this.log);
     const connection = this.app.connection;
     let transport: Transport;
     try {
@@ -342,99 +334,93 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     return this.#redeliveredFlag;
   }
 
-  /** Celery configs often accept pickle; kq cannot decode it, which start-up says once rather than each task failing. */
-  #warnIfPickleAccepted(): void {
-    const { acceptContent } = this.app.conf;
-    const pickle = acceptContent.find((entry) => entry === 'pickle' || entry === 'application/x-python-serialize');
-    if (pickle === undefined || defaultSerializers.has('application/x-python-serialize')) return;
-    this.log.warning(
-      `acceptContent names ${JSON.stringify(pickle)}, but kq cannot decode pickle: pickled tasks will be rejected and ` +
-        'their result stored as ContentDisallowed (kombu.exceptions). Have their senders use json, msgpack or yaml.',
-    );
-  }
-
-  async #receive(delivery: Delivery): Promise<void> {
+  /** Up to the pool. Not async: a task received once, on time, costs no promise; only paths that wait return one. */
+  #receive(delivery: Delivery): Promise<void> | undefined {
     if (this.#stopping) return; // left unsettled: given back when the channel closes
     let message: TaskMessage;
     try {
-      const limit = this.app.connection.maxMessageSize;
-      message = decodeTaskMessage(delivery, {
-        accept: this.app.conf.acceptContent,
-        timezone: this.app.conf.timezone,
-        ...(limit === null ? {} : { maxDecompressedSize: limit }),
-      });
+      // The body waits for the run where the headers suffice (Request.execute reads it): a revoked or expired task
+      // never decodes it, and a prefetched one holds its bytes rather than their decoded objects.
+      message = decodeTaskHeaders(delivery, this.taskDecodeOptions);
     } catch (error) {
-      const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
-      await this.#rejectMessage(delivery, reason);
-      await storeUnreadable(this.app, this.log, delivery, reason);
-      return;
+      return this.rejectUnreadable(delivery, error);
     }
     const task = this.app.tasks.get(message.name);
-    if (!task) {
-      const error = new NotRegistered(message.name);
-      await this.#rejectMessage(delivery, error);
-      // As Celery's consumer: FAILURE stored with a request that knows only the name — so the extended fields Python
-      // stores for it are all null — and a task-failed event, so monitors (Flower, kq events) see it fail.
-      await storeFailure(
-        this.app,
-        this.log,
-        message,
-        { exc_type: 'NotRegistered', exc_message: [message.name], exc_module: 'celery.exceptions' },
-        { name: null, args: null, kwargs: null, worker: null, retries: null, queue: null },
-      );
-      this.emit('unknownTask', message.id, message.name);
-      return;
-    }
+    if (!task) return this.#refuseUnknown(delivery, message);
     const request = new Request(this, delivery, message, task as never);
-    if (delivery.deliveryInfo.redelivered && (await this.#redeliveries.succeededBefore(message))) {
-      // A run already succeeded (its ack was lost: a blocked event loop outlived the lease, a connection dropped
-      // after the result was stored). Running it again would only repeat it, and failing it would contradict it.
-      this.log.warning(`Task ${message.name}[${message.id}] was redelivered but already succeeded; acknowledging it without running it again`);
-      await delivery.ack().catch((error: unknown) => this.log.warning(`could not ack: ${String(error)}`));
-      return;
-    }
     const counted = this.#redeliveries.deliveriesBefore(delivery);
-    const deliveries = counted === 'republish' ? await this.#redeliveries.republishCounted(delivery) : counted;
-    if (deliveries === null) return; // handed on as a counted copy
-    if (deliveries >= this.app.conf.workerMaxRedeliveries) {
-      const reason = `Task ${message.name}[${message.id}] was delivered ${deliveries + 1} times without completing (does it crash its worker?); giving up.`;
-      this.log.error(reason);
-      this.emit('rejected', delivery, new InvalidTaskError(reason));
-      await storeFailure(this.app, this.log, message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
-      await delivery.reject(`WorkerLostError: ${reason}`).catch(() => undefined);
-      return;
-    }
+    if (delivery.deliveryInfo.redelivered || counted === 'republish') return this.#receiveAgain(request, counted);
+    return this.#admit(request, counted);
+  }
+
+  async #refuseUnknown(delivery: Delivery, message: TaskMessage): Promise<void> {
+    await this.#rejectMessage(delivery, new NotRegistered(message.name));
+    // As Celery's consumer: FAILURE stored, and a task-failed event, so monitors (Flower, kq events) see it fail.
+    await storeNotRegistered(this.app, this.log, message);
+    this.emit('unknownTask', message.id, message.name);
+  }
+
+  /** A message delivered before (or to be republished with its count): checked for an earlier success first. */
+  async #receiveAgain(request: Request, counted: number | 'republish'): Promise<void> {
+    const deliveries = await this.#redeliveries.deliveriesOfRedelivered(request.delivery, request.message, counted);
+    if (deliveries !== null) await this.#admit(request, deliveries);
+  }
+
+  /** Gives up on a message delivered too often, discards a revoked one, holds or defers an ETA one, or reserves it. */
+  #admit(request: Request, deliveries: number): Promise<void> | undefined {
+    const { message } = request;
+    if (deliveries >= this.app.conf.workerMaxRedeliveries) return this.#giveUp(request, deliveries);
     if ((message.expires || this.state.revoked.has(message.id) || this.state.revokedStamps.size > 0) && request.isRevoked()) {
       // Celery announces only the revoke for these, never a task-received.
-      await request.discardRevoked();
-      return;
+      return request.discardRevoked();
     }
     const eta = pendingEta(message.eta);
+    if (eta) return this.#receiveEta(request, eta, deliveries);
+    this.#hold(request, true);
+    this.#reserve(request);
+    return undefined;
+  }
+
+  /** Reserves a received task, logging and announcing it (task-received) unless it was already. */
+  #hold(request: Request, announce: boolean): void {
+    const { message } = request;
+    if (announce && this.log.enabled('info')) {
+      this.log.log('info', `Task ${message.name}[${message.id}] received`, this.log.structured ? { task_id: message.id, task_name: message.name } : undefined);
+    }
+    this.state.reserved.add(request);
+    if (announce) this.emitTask('received', request);
+    this.autoscaler?.maybeScale();
+  }
+
+  async #giveUp(request: Request, deliveries: number): Promise<void> {
+    const { delivery, message } = request;
+    const reason = `Task ${message.name}[${message.id}] was delivered ${deliveries + 1} times without completing (does it crash its worker?); giving up.`;
+    this.log.error(reason);
+    this.emit('rejected', delivery, new InvalidTaskError(reason));
+    await storeFailure(this.app, this.log, message, { exc_type: 'WorkerLostError', exc_message: [reason], exc_module: 'billiard.exceptions' });
+    await delivery.reject(`WorkerLostError: ${reason}`).catch(() => undefined);
+  }
+
+  /** A task due later: deferred to the broker, or held by the ETA timer with the prefetch raised by one. */
+  async #receiveEta(request: Request, eta: Date, deliveries: number): Promise<void> {
+    const { message } = request;
     // Deferred to the broker, it is announced when it comes back to run (as Celery 5.5 announces a message it first
     // sees when it leaves the delay ladder): one task-received per task, not one per trip.
-    if (eta && (await deferToBroker(this.app, this.log, request, eta))) return;
+    if (await deferToBroker(this.app, this.log, request, eta)) return;
     // The broker gave back a task this worker still holds (the old claim was taken back, its channel lost): the new
     // delivery replaces the old one, which can no longer be settled, and the task is not announced twice.
-    const stillHeld = eta && deliveries > 0 ? this.#eta.find((held) => held.id === message.id) : undefined;
+    const stillHeld = deliveries > 0 ? this.#eta.find((held) => held.id === message.id) : undefined;
     if (stillHeld) {
       this.#eta.cancel(stillHeld);
       this.state.reserved.delete(stillHeld);
       this.log.info(`Task ${message.name}[${message.id}] redelivered while held; holding the new delivery`);
-    } else if (this.log.enabled('info')) {
-      this.log.log('info', `Task ${message.name}[${message.id}] received`, this.log.structured ? { task_id: message.id, task_name: message.name } : undefined);
     }
-    this.state.reserved.add(request);
-    if (!stillHeld) this.emitTask('received', request);
-    this.autoscaler?.maybeScale();
-    if (eta) {
-      this.#eta.schedule(request, eta, (due) => {
-        void this.#updatePrefetch();
-        this.#reserve(due);
-      });
-      await this.#updatePrefetch();
-      return;
-    }
-    this.#reserve(request);
+    this.#hold(request, !stillHeld);
+    this.#eta.schedule(request, eta, (due) => {
+      void this.#updatePrefetch();
+      this.#reserve(due);
+    });
+    await this.#updatePrefetch();
   }
 
   /** Hands a request to the pool, through its task's rate limit. */
@@ -448,6 +434,21 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
       return;
     }
     this.pool.apply((release) => request.execute(release));
+  }
+
+  /** How task messages are decoded: the accept list, the zone of naive times, the most a body may inflate to. */
+  get taskDecodeOptions(): DecodeTaskOptions {
+    if (this.#decodeOptions) return this.#decodeOptions;
+    const { acceptContent: accept, timezone } = this.app.conf;
+    const limit = this.app.connection.maxMessageSize;
+    return (this.#decodeOptions = { accept, timezone, ...(limit === null ? {} : { maxDecompressedSize: limit }) });
+  }
+
+  /** Rejects a message whose task cannot be read (logged, dead-lettered, its FAILURE stored when it names its id). */
+  async rejectUnreadable(delivery: Delivery, error: unknown): Promise<void> {
+    const reason = error instanceof Error ? error : new InvalidTaskError(String(error));
+    await this.#rejectMessage(delivery, reason);
+    await storeUnreadable(this.app, this.log, delivery, reason);
   }
 
   #reportRejected(delivery: Delivery, reason: Error): void {
