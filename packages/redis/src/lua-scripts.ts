@@ -94,3 +94,9 @@ export const PROMOTE_DELAYED = loadLuaScript('promote-delayed', 'prelude');
  * KEYS: the queue's lists. Returns the number of messages they held.
  */
 export const DRAIN_LISTS = loadLuaScript('drain-lists');
+
+/**
+ * Returns an abandoned native claim's in-flight list to its queue list (head first, in the order taken) and removes
+ * its registry entry. KEYS: registry, in-flight list, queue list. ARGV: registry member. Returns how many moved.
+ */
+export const RESTORE_INFLIGHT = loadLuaScript('restore-inflight');

@@ -1,60 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, ConnectionLost, MalformedEnvelope, decodeEnvelope, type Claim, type ClaimOptions, type StoredMessage } from '@kq/core';
-import type { PendingAck } from './ack-batcher';
 import type { BlockingWaiter } from './blocking-pool';
-import type { ClusterQueues } from './cluster-queues';
-import type { RedisClient } from './connection-factory';
-import type { KeyLayout } from './key-layout';
 import { CLAIM, QUARANTINE } from './lua-scripts';
+import { NativeClaimer } from './native-claim';
+import type { ClaimerHost, RedisClaim } from './redis-claim';
+
+export type { ClaimerHost, RedisClaim } from './redis-claim';
 import { quarantineRecord } from './quarantine';
-
-/** A claim of the Redis store: what a settle needs to find (and fence) the delivery. */
-export interface RedisClaim extends Claim {
-  /** Priority step of the list it came from. */
-  readonly step: number;
-  /** The envelope exactly as it was stored. */
-  readonly raw: string;
-  /** The delivery tag the claim was recorded under in `unacked` (the envelope's `properties.delivery_tag`). */
-  readonly tag: string;
-  /** Taken without acknowledgement: nothing is recorded in Redis, nothing to settle. */
-  readonly noAck: boolean;
-  /**
-   * The `unacked_index` score this process last wrote for the claim: its lease and its fence (a settle acts only while
-   * it is still there; see lua/prelude.lua). Rewritten by every renewal; '' until recorded, and for noAck claims.
-   */
-  score: string;
-  /** Its ack is on its way: a renewal that finds the claim gone does not count it lost. */
-  settling?: boolean;
-  /**
-   * Set while the record of a claim handed out early (see `#takePoppedEarly`) is on its way: resolves true once it
-   * is in Redis, false when it could not be made (the message went back to its list). Settles wait for it.
-   */
-  recording?: Promise<boolean> | undefined;
-}
-
-/** What the claimer needs of its store. */
-export interface ClaimerHost {
-  readonly layout: KeyLayout;
-  /** The lease of a claim, and Kombu's visibility timeout, in µs (the claim's score is their difference from now). */
-  readonly leaseUs: number;
-  readonly visibilityUs: number;
-  /** The command connection (throws when the store is not open). */
-  commands(): RedisClient;
-  pool(): BlockingWaiter | undefined;
-  /** The cluster layout's record of known queues; undefined in Kombu's layout. */
-  clusterQueues(): ClusterQueues | undefined;
-  isClosed(): boolean;
-  /** Acks waiting to be sent, to carry on a claim call (the claimer settles them); none is also an answer. */
-  takeAcks(): Array<PendingAck<RedisClaim>>;
-  /** Acks carried on a claim call that failed. */
-  acksFailed(acks: ReadonlyArray<PendingAck<RedisClaim>>, error: unknown): void;
-  /** Applies an ack script's answer for one ack: 1 done, 0 gone already, -1 stale. */
-  settleAck(ack: PendingAck<RedisClaim>, result: number): void;
-  /** A recorded claim: the store renews its lease until it is settled. */
-  hold(claim: RedisClaim): void;
-  warn(message: string): void;
-  reportError(error: unknown): void;
-}
 
 /** A message BRPOP popped, which only this process holds until a claim script records it. */
 interface PoppedMessage {
@@ -87,6 +39,7 @@ const RECORD_ATTEMPTS = 5;
  */
 export class RedisClaimer {
   readonly #host: ClaimerHost;
+  readonly #native: NativeClaimer;
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
   #quarantined = 0;
@@ -94,6 +47,7 @@ export class RedisClaimer {
 
   constructor(host: ClaimerHost) {
     this.#host = host;
+    this.#native = new NativeClaimer(host);
   }
 
   /** Messages this process moved to the quarantine list. */
@@ -118,7 +72,7 @@ export class RedisClaimer {
     const blocking = options.blockMs > 0;
     if (this.#host.clusterQueues()) return this.#claimCluster(queues, max, options, setKey);
     if (!blocking || !this.#idleSets.get(setKey)) {
-      const { claims } = await this.#claimScript(queues, max, options.noAck, undefined);
+      const claims = await this.#claimBusy(queues, max, options.noAck);
       if (claims.length > 0 || !blocking) {
         this.#noteIdle(setKey, claims.length < max);
         return claims;
@@ -150,6 +104,22 @@ export class RedisClaimer {
     const { claims } = await this.#recordPopped(queues, max, options.noAck, message);
     this.#noteIdle(setKey, claims.length < max);
     return claims;
+  }
+
+  /**
+   * A claim that does not wait: native commands (see native-claim.ts) in Kombu's layout when acks are late and the
+   * server has LMOVE (Redis 6.2+), else the claim script (noAck claims record nothing, so a script pop is as cheap).
+   */
+  async #claimBusy(queues: readonly string[], max: number, noAck: boolean): Promise<RedisClaim[]> {
+    if (noAck || !this.#native.supported) return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+    try {
+      const { claims, quarantined } = await this.#native.claim(queues, max);
+      this.#quarantined += quarantined;
+      return claims;
+    } catch (error) {
+      if (this.#native.supported) throw error;
+      return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+    }
   }
 
   /**
