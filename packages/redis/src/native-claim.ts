@@ -52,6 +52,27 @@ export interface NativeClaimReply {
   quarantined: number;
 }
 
+/** A message BRPOP popped, to be recorded. */
+export interface PoppedEnvelope {
+  queue: string;
+  step: number;
+  key: string;
+  raw: string;
+  /** Handed out already: its claim is not made again, only its tag and score are reported. */
+  handedOut?: boolean;
+}
+
+/** What recording a popped message gave: its claim (unless handed out), its tag and score, and whether more waits. */
+export interface PoppedRecord {
+  claims: RedisClaim[];
+  /** The tag it was recorded under; undefined when it was quarantined instead. */
+  poppedTag: string | undefined;
+  score: string;
+  /** Some list of the queues had messages when it was recorded: the next claim need not wait. */
+  more: boolean;
+  quarantined: number;
+}
+
 /** The registry member of an in-flight list: the list and the queue list its messages came from. */
 export function inflightMember(inflight: string, source: string): string {
   return JSON.stringify([inflight, source]);
@@ -79,6 +100,8 @@ export class NativeClaimer {
   #seq = 0;
   /** Registry entries of claim rounds that moved nothing, removed with the next claim's records. */
   #idleMembers: string[] = [];
+  /** Server time minus this process's clock, µs, from the last `TIME` a claim read (undefined before the first). */
+  #clockOffsetUs: number | undefined;
   /** The length each list had after this process's last moves from it (see `planFrom`). */
   readonly #lengths = new Map<string, number>();
   /** False once the server refused LMOVE (Redis before 6.2): the claim script is used instead. */
@@ -155,6 +178,7 @@ export class NativeClaimer {
           if (error) throw error;
           const [seconds, micros] = time as [string, string];
           serverUs = Number(seconds) * 1_000_000 + Number(micros);
+          this.#clockOffsetUs = serverUs - Date.now() * 1000;
         }
         // Handed out interleaved, the first of each list, then the second of each..., as the claim script serves queues.
         const taken = new Map<Source, string[]>();
@@ -189,6 +213,75 @@ export class NativeClaimer {
       return { claims: [], quarantined: 0 };
     }
     return this.#record(moved, [...inflightOf.values()], members, serverUs);
+  }
+
+  /**
+   * Records a message BRPOP popped: one MULTI with the acks waiting, Kombu's two records and the lengths of the
+   * queues' lists (Kombu records after its BRPOP the same way; the message lives only here until the MULTI lands).
+   * The lease is scored from this process's clock set to the server's by the last `TIME` read (one is read first
+   * when none was), as the script would score it from `TIME`.
+   */
+  async recordPopped(popped: PoppedEnvelope, queues: readonly string[]): Promise<PoppedRecord> {
+    const host = this.#host;
+    const { layout } = host;
+    const commands = host.commands();
+    if (this.#clockOffsetUs === undefined) {
+      const [seconds, micros] = await commands.time();
+      this.#clockOffsetUs = Number(seconds) * 1_000_000 + Number(micros) - Date.now() * 1000;
+    }
+    const score = leaseScore(host.leaseUs, host.visibilityUs, Date.now() * 1000 + this.#clockOffsetUs);
+    let message: StoredMessage | undefined;
+    let reason = '';
+    try {
+      message = decodeEnvelope(popped.raw, { queue: popped.queue });
+    } catch (error) {
+      reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+    }
+    const acks = host.takeAcks();
+    const tx = commands.multi();
+    if (acks.length > 0) {
+      const args: string[] = [];
+      for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+      tx.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+    }
+    if (message) {
+      const unackedIndex = layout.scopedKey('unackedIndex', '');
+      if (1 + host.held() > PIN_ABOVE) tx.zadd(unackedIndex, 'NX', 'inf', PIN);
+      tx.zadd(unackedIndex, score, message.deliveryTag);
+      tx.hset(layout.scopedKey('unacked', ''), message.deliveryTag, unackedRecord(popped.raw, message.exchange, message.routingKey));
+    } else {
+      host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(popped.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
+      tx.lpush(layout.scopedKey('quarantine', ''), quarantineRecord({ queue: popped.queue, key: popped.key, reason, raw: popped.raw }));
+    }
+    const watched = layout.steps.flatMap((step) => [...new Set(queues)].map((queue) => layout.listKey(queue, step)));
+    for (const key of watched) tx.llen(key);
+    let replies: Array<[Error | null, unknown]>;
+    try {
+      replies = ((await tx.exec()) ?? []) as Array<[Error | null, unknown]>;
+    } catch (error) {
+      if (acks.length > 0) host.acksFailed(acks, error);
+      throw error;
+    }
+    if (acks.length > 0) {
+      const [error, results] = replies[0] ?? [];
+      try {
+        await this.#settleAcks(acks, error, results);
+      } catch (failure) {
+        host.acksFailed(acks, failure);
+      }
+    }
+    const lengths = replies.slice(replies.length - watched.length);
+    let more = false;
+    watched.forEach((key, index) => {
+      const length = Number(lengths[index]?.[1] ?? 0);
+      this.#noteLength(key, length);
+      if (length > 0) more = true;
+    });
+    if (!message) return { claims: [], poppedTag: undefined, score, more, quarantined: 1 };
+    const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, tag: message.deliveryTag, noAck: false, score };
+    if (popped.handedOut) return { claims: [], poppedTag: claim.tag, score, more, quarantined: 0 };
+    host.hold(claim);
+    return { claims: [claim], poppedTag: claim.tag, score, more, quarantined: 0 };
   }
 
   #noteLength(key: string, length: number): void {

@@ -26,6 +26,8 @@ interface ClaimReply {
   poppedTag: string | undefined;
   /** The lease score of every claim of the call ('' for noAck). */
   score: string;
+  /** Known when a native record of a popped message read the queues' lengths: whether messages are waiting. */
+  more?: boolean;
 }
 
 /** Attempts to record a message BRPOP already popped before giving up and pushing it back. */
@@ -97,12 +99,12 @@ export class RedisClaimer {
     const from = origin.get(key) ?? layout.parseListKey(key);
     const message: PoppedMessage = { queue: from.queue, step: from.step, key, raw };
     if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
-      this.#noteIdle(setKey, rest.length + 1 < max);
+      const { claims: rest, more } = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
+      this.#noteIdle(setKey, more === undefined ? rest.length + 1 < max : !more);
       return rest;
     }
-    const { claims } = await this.#recordPopped(queues, max, options.noAck, message);
-    this.#noteIdle(setKey, claims.length < max);
+    const { claims, more } = await this.#recordPopped(queues, max, options.noAck, message);
+    this.#noteIdle(setKey, more === undefined ? claims.length < max : !more);
     return claims;
   }
 
@@ -148,7 +150,7 @@ export class RedisClaimer {
       return [];
     }
     if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
+      const { claims: rest } = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
       this.#noteIdle(setKey, rest.length + 1 < max);
       return rest;
     }
@@ -311,7 +313,7 @@ export class RedisClaimer {
     max: number,
     popped: PoppedMessage,
     onEarlyClaims: (claims: Claim[]) => void,
-  ): Promise<RedisClaim[]> {
+  ): Promise<ClaimReply> {
     const recording = this.#recordPopped(queues, max, false, { ...popped, handedOut: true });
     let message: StoredMessage;
     try {
@@ -319,9 +321,9 @@ export class RedisClaimer {
     } catch (error) {
       // Unreadable: once recorded it is quarantined like any unreadable claim (the script quarantines what it cannot
       // read itself).
-      const { claims, poppedTag, score } = await recording;
-      if (poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, poppedTag, score, error);
-      return claims;
+      const reply = await recording;
+      if (reply.poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, reply.poppedTag, reply.score, error);
+      return reply;
     }
     const tag = message.deliveryTag;
     const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, tag, noAck: false, score: '' };
@@ -340,11 +342,12 @@ export class RedisClaimer {
       },
     );
     onEarlyClaims([claim]);
-    return (await recording).claims;
+    return recording;
   }
 
   /**
-   * Records a message BRPOP popped (and claims more in the same call). Between the pop and this script the message
+   * Records a message BRPOP popped: natively in Kombu's layout with acks late (native-claim.ts: the next claim takes
+   * more if the lists' lengths say some wait), else with the claim script, which claims more in the same call. Between the pop and this script the message
    * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
    * and if Redis stays unreachable the message is pushed back to the head of its list.
    */
@@ -352,7 +355,10 @@ export class RedisClaimer {
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       try {
-        return await this.#claimScript(queues, max, noAck, popped);
+        if (noAck || this.#host.layout.cluster || !this.#native.supported) return await this.#claimScript(queues, max, noAck, popped);
+        const { quarantined, ...reply } = await this.#native.recordPopped(popped, queues);
+        this.#quarantined += quarantined;
+        return reply;
       } catch (error) {
         lastError = error;
         if (this.#host.isClosed()) break;

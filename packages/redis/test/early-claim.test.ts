@@ -88,8 +88,12 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     monitored.disconnect();
     const tag = first.deliveryInfo.deliveryTag;
     const scriptsNaming = commands.filter((args) => args[0]?.toLowerCase() === 'evalsha' && args.includes(tag));
-    // The claim script (three keys) recorded the second message and applied the first one's ack.
-    expect(scriptsNaming.map((args) => args[2])).toEqual(['3']);
+    // One ack script call (two keys: tags and scores only), inside the MULTI that recorded the second message.
+    expect(scriptsNaming.map((args) => args[2])).toEqual(['2']);
+    const names = commands.map((args) => `${args[0]?.toLowerCase()} ${args[1]}`);
+    const at = commands.indexOf(scriptsNaming[0] as string[]);
+    const transaction = names.slice(names.lastIndexOf('multi undefined', at), names.indexOf('exec undefined', at) + 1);
+    expect(transaction).toEqual(expect.arrayContaining(['multi undefined', `hset ${prefix}unacked`, 'exec undefined']));
     expect(await fixture.redis.hexists(`${prefix}unacked`, tag)).toBe(0);
   });
 
