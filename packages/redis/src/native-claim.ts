@@ -216,8 +216,9 @@ export class NativeClaimer {
   }
 
   /**
-   * Records a message BRPOP popped: one MULTI with the acks waiting, Kombu's two records and the lengths of the
-   * queues' lists (Kombu records after its BRPOP the same way; the message lives only here until the MULTI lands).
+   * Records a message BRPOP popped: one pipeline (one write) of the acks waiting, Kombu's two records and the lengths
+   * of the queues' lists (Kombu records after its BRPOP the same way; the message lives only here until it lands).
+   * Not a MULTI: the two records need no transaction (see below), and a MULTI's EXEC costs Redis its own dispatch.
    * The lease is scored from this process's clock set to the server's by the last `TIME` read (one is read first
    * when none was), as the script would score it from `TIME`.
    */
@@ -238,7 +239,7 @@ export class NativeClaimer {
       reason = error instanceof MalformedEnvelope ? error.reason : String(error);
     }
     const acks = host.takeAcks();
-    const tx = commands.multi();
+    const tx = commands.pipeline();
     if (acks.length > 0) {
       const args: string[] = [];
       for (const ack of acks) args.push(ack.target.tag, ack.target.score);
@@ -246,9 +247,11 @@ export class NativeClaimer {
     }
     if (message) {
       const unackedIndex = layout.scopedKey('unackedIndex', '');
+      // The record before its index entry: a sweep between the two (a pipeline, not a transaction) finds no entry to
+      // act on, never an entry without its record (which Kombu's restore drops). A fresh lease is no sweep's anyway.
       if (1 + host.held() > PIN_ABOVE) tx.zadd(unackedIndex, 'NX', 'inf', PIN);
-      tx.zadd(unackedIndex, score, message.deliveryTag);
       tx.hset(layout.scopedKey('unacked', ''), message.deliveryTag, unackedRecord(popped.raw, message.exchange, message.routingKey));
+      tx.zadd(unackedIndex, score, message.deliveryTag);
     } else {
       host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(popped.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
       tx.lpush(layout.scopedKey('quarantine', ''), quarantineRecord({ queue: popped.queue, key: popped.key, reason, raw: popped.raw }));
@@ -261,6 +264,12 @@ export class NativeClaimer {
     } catch (error) {
       if (acks.length > 0) host.acksFailed(acks, error);
       throw error;
+    }
+    // A record that failed (not the acks, nor the lengths) fails the claim: the caller retries, then puts it back.
+    const failed = replies.slice(acks.length > 0 ? 1 : 0, replies.length - watched.length).find(([error]) => error);
+    if (failed) {
+      if (acks.length > 0) host.acksFailed(acks, failed[0]);
+      throw failed[0];
     }
     if (acks.length > 0) {
       const [error, results] = replies[0] ?? [];
