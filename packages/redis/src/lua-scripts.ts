@@ -22,6 +22,8 @@ import { loadLuaScript } from './lua-script';
  *
  * Acks that were waiting to be sent ride along and are applied first (one script call instead of two).
  *
+ * Used where native claims (native-claim.ts) are not: noAck claims, the cluster layout, servers without LMOVE.
+ *
  * KEYS: unacked, unacked_index, quarantine
  * ARGV: prefix, sep, max, noAck(0|1), lease µs, visibility timeout µs, nSteps, steps..., nQueues, queues...,
  *       nPre(0|1), [preQueue, preStep, preRaw, handedOut(0|1)]  (a message BRPOP already popped, recorded first;
