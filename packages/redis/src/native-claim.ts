@@ -203,7 +203,11 @@ export class NativeClaimer {
       }
     } catch (error) {
       if (!acksDone) host.acksFailed(acks, error);
-      if (isUnknownCommand(error)) this.supported = false;
+      if (isUnknownCommand(error)) {
+        // Redis before 6.2: nothing was moved; the registry entries go, as no sweep there could run their restore.
+        this.supported = false;
+        await commands.zrem(registry, ...members).catch(() => undefined);
+      }
       // What was moved waits in the in-flight lists; their registry entries bring it back (`sweepInflight`).
       throw error;
     }

@@ -4,7 +4,8 @@ import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RedisTransport } from '../src/index';
-import { inflightMember, leaseScore, unackedRecord } from '../src/native-claim';
+import { DEFAULT_KEY_NAMES, KeyLayout, KOMBU_SEP } from '../src/key-layout';
+import { inflightMember, leaseScore, NativeClaimer, unackedRecord } from '../src/native-claim';
 import type { RedisClaim } from '../src/redis-claimer';
 import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
 
@@ -24,6 +25,44 @@ describe('native claim records', () => {
   it('writes Kombu’s [envelope, exchange, routing_key] with the envelope as stored and the names as Python writes them', () => {
     expect(unackedRecord('{"a": 1}', '', 'celery')).toBe('[{"a": 1}, "", "celery"]');
     expect(unackedRecord('{}', 'ex "q"', 'a\\b')).toBe('[{}, "ex \\"q\\"", "a\\\\b"]');
+  });
+});
+
+describe('native claims on a server without LMOVE (Redis before 6.2)', () => {
+  it('give way to the claim script for good, and take back the registry entries they wrote', async () => {
+    const layout = new KeyLayout({ prefix: 'p:', sep: KOMBU_SEP, steps: [0], fanoutPrefix: '', fanoutPatterns: false, names: DEFAULT_KEY_NAMES });
+    const removed: string[][] = [];
+    const sent: string[] = [];
+    const pipeline = new Proxy({} as Record<string, unknown>, {
+      get: (_target, name: string) =>
+        name === 'exec'
+          ? async () => sent.map((command) => (command === 'lmove' ? [new Error("ERR unknown command 'lmove'"), null] : command === 'time' ? [null, ['1', '2']] : [null, 0]))
+          : (..._args: unknown[]) => {
+              sent.push(name);
+              return pipeline;
+            },
+    });
+    const commands = { pipeline: () => pipeline, zrem: async (_key: string, ...members: string[]) => void removed.push(members) };
+    const native = new NativeClaimer({
+      layout,
+      leaseUs: 30_000_000,
+      visibilityUs: 3_600_000_000,
+      commands: () => commands as never,
+      pool: () => undefined,
+      clusterQueues: () => undefined,
+      isClosed: () => false,
+      takeAcks: () => [],
+      acksFailed: () => undefined,
+      settleAck: () => undefined,
+      hold: () => undefined,
+      held: () => 0,
+      warn: () => undefined,
+      reportError: () => undefined,
+    });
+    await expect(native.claim(['q'], 2)).rejects.toThrow(/unknown command/);
+    expect(native.supported).toBe(false);
+    expect(removed).toHaveLength(1);
+    expect(JSON.parse(removed[0]?.[0] as string)).toEqual([expect.stringMatching(/^p:_kq\.inflight\./), 'p:q']);
   });
 });
 
