@@ -2,6 +2,7 @@
 // counting what is still queued or unacknowledged after a run — read from each system's storage, not taken from
 // the runner's word.
 import { connect, type Channel, type ChannelModel } from 'amqplib';
+import { readFileSync, readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { findProcesses, parentOf, processTreeCpuUs, serverCpuUs } from './process-tree';
@@ -38,6 +39,28 @@ export class RedisAdmin {
   async version(): Promise<string> {
     const info = await this.#redis.info('server');
     return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+  }
+
+  /**
+   * CPU the redis-server process has used since it started, µs: the run time of all its threads from
+   * /proc/<pid>/task/<tid>/schedstat (utime + stime at nanosecond resolution, where /proc/<pid>/stat counts 10 ms
+   * ticks). Unlike `INFO commandstats` it counts what Redis really did once — a script's inner commands, a MULTI's
+   * queued ones, the event loop, reading and writing the sockets — the same way for every system. Null when the server
+   * is not a process of this machine (its `process_id` is not in /proc, e.g. another host or a container).
+   */
+  async processCpuUs(): Promise<number | null> {
+    const info = await this.#redis.info('server');
+    const pid = /process_id:(\d+)/.exec(info)?.[1];
+    if (pid === undefined) return null;
+    try {
+      let ns = 0;
+      for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      // A process of the same id in another PID namespace would be someone else's: the name must match.
+      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('redis-server')) return null;
+      return ns / 1000;
+    } catch {
+      return null;
+    }
   }
 
   /** Zeroes Redis's command statistics (`CONFIG RESETSTAT`), so the next reading is one case's. */

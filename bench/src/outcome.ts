@@ -28,8 +28,18 @@ export type CaseFigures =
       bytesPerTask: Summary | null;
       /** Redis's calls and µs per task by command, medians over the runs. */
       redisCommands: Record<string, { calls: number; usec: number }> | null;
+      /** The redis-server process's CPU per task (/proc), beside `brokerCpuUs`, its command time. */
+      redisProcessCpuUs: Summary | null;
     } & PostgresFigures
-  | ({ kind: 'latency'; p50: Summary; p99: Summary; redisCommands: Record<string, { calls: number; usec: number }> | null; brokerCpuUs: Summary | null } & PostgresFigures)
+  | ({
+      kind: 'latency';
+      p50: Summary;
+      p99: Summary;
+      redisCommands: Record<string, { calls: number; usec: number }> | null;
+      brokerCpuUs: Summary | null;
+      /** The redis-server process's CPU per round trip (/proc). */
+      redisProcessCpuUs: Summary | null;
+    } & PostgresFigures)
   | { kind: 'scale'; rate: Summary; workerCpuUs: Summary | null; brokerCpuUs: Summary | null; redisBusy: Summary | null }
   | ({ kind: 'memory'; idleMiB: Summary | null; peakMiB: Summary | null; workerCpuUs: Summary | null; brokerCpuUs: Summary | null } & PostgresFigures);
 
@@ -98,6 +108,7 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
       rate: summarize(rates),
       bytesPerTask: summarizeSome(rateRuns.map((run) => run.bytesPerTask)),
       redisCommands: medianCommands(rateRuns.map((run) => run.redisCommands)),
+      redisProcessCpuUs: summarizeSome(rateRuns.map((run) => run.redisProcessCpuUs)),
       workerCpuUs: workerCpu.length > 0 ? summarize(workerCpu) : null,
       brokerCpuUs: redisCpu.length > 0 ? summarize(redisCpu) : null,
       rssIdleMiB: rssIdle.length > 0 ? summarize(rssIdle) : null,
@@ -112,6 +123,7 @@ export function figures(outcome: CaseOutcome): CaseFigures | null {
     p99: summarize(p99s),
     redisCommands: medianCommands(latencyRuns.map((run) => run.redisCommands)),
     brokerCpuUs: summarizeSome(latencyRuns.map((run) => run.brokerCpuUs)),
+    redisProcessCpuUs: summarizeSome(latencyRuns.map((run) => run.redisProcessCpuUs)),
     ...postgresFigures(latencyRuns),
   };
 }

@@ -42,6 +42,8 @@ export type RunMeasurement =
       bytesPerTask?: number;
       /** W1, W2 on Redis: Redis's calls and µs per task, command by command. */
       redisCommands?: Record<string, { calls: number; usec: number }>;
+      /** W1, W2 on Redis: the redis-server process's CPU per task over the window, µs (see RedisAdmin.processCpuUs). */
+      redisProcessCpuUs?: number;
     } & PostgresCosts
   | {
       kind: 'latency';
@@ -49,6 +51,8 @@ export type RunMeasurement =
       p99: number;
       /** On Redis: Redis's calls and µs per round trip, command by command (the serving worker's idle polls included). */
       redisCommands?: Record<string, { calls: number; usec: number }>;
+      /** On Redis: the redis-server process's CPU per round trip, µs. */
+      redisProcessCpuUs?: number;
     } & PostgresCosts
   | {
       /** W4: tasks/s of all processes together, their CPU and Redis's per task, and how busy Redis was. */
@@ -118,10 +122,12 @@ type Start = (role: Role, n: number) => RunnerProcess;
 async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promise<RunMeasurement> {
   const redis = c.broker === 'redis' ? settings.redis : null;
   await redis?.resetStats();
+  const redisProcess = await redisProcessWindow(redis);
   const rabbit = c.broker === 'amqp' ? settings.amqp : null;
   const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
   const postgres = await postgresWindow(c, settings);
   const result = expect(await start('enqueue', settings.n).result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'enqueue', c);
+  const redisProcessUs = await redisProcess(settings.n);
   const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
   const postgresCosts = (await postgres?.(settings.n)) ?? {};
   const commands = redis ? perTask(await redis.commandStats(), settings.n) : null;
@@ -139,6 +145,7 @@ async function enqueue(c: BenchCase, settings: RunSettings, start: Start): Promi
     ...(brokerUs === null ? {} : { brokerCpuUs: brokerUs }),
     ...(bytes === null ? {} : { bytesPerTask: bytes }),
     ...(commands === null ? {} : { redisCommands: commands }),
+    ...redisProcessUs,
     ...postgresCosts,
   };
 }
@@ -154,6 +161,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
 
   const redis = c.broker === 'redis' ? settings.redis : null;
   await redis?.resetStats();
+  const redisProcess = await redisProcessWindow(redis);
   const rabbit = c.broker === 'amqp' ? settings.amqp : null;
   const rabbitAtStart = rabbit?.brokerCpuUs() ?? null;
   let result: DrainResult;
@@ -172,6 +180,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     memory = watched.memory;
     await worker.stop();
   }
+  const redisProcessUs = await redisProcess(settings.n);
   const rabbitAtEnd = rabbit?.brokerCpuUs() ?? null;
   const postgresCosts = (await postgres?.(settings.n)) ?? {};
   const redisUsec = redis ? await redis.commandUsec() : rabbitAtStart !== null && rabbitAtEnd !== null ? rabbitAtEnd - rabbitAtStart : null;
@@ -195,6 +204,7 @@ async function drain(c: BenchCase, settings: RunSettings, start: Start): Promise
     ...(memory.idle === null ? {} : { rssIdleMiB: memory.idle / MIB }),
     ...(memory.peak === null ? {} : { rssPeakMiB: memory.peak / MIB }),
     ...(commands === null ? {} : { redisCommands: commands }),
+    ...redisProcessUs,
     ...postgresCosts,
   };
 }
@@ -368,9 +378,11 @@ async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Pro
   }
   const redis = c.broker === 'redis' && c.workload === 'W3' ? settings.redis : null;
   await redis?.resetStats();
+  const redisProcess = await redisProcessWindow(redis);
   const postgres = c.workload === 'W3' ? await postgresWindow(c, settings) : null;
   producer.go();
   const result = expect(await producer.result(settings.stepTimeoutMs + RESULT_GRACE_MS), 'roundtrip', c);
+  const redisProcessUs = await redisProcess(settings.roundTrips);
   const postgresCosts = (await postgres?.(settings.roundTrips)) ?? {};
   if (result.latenciesMs.length !== settings.roundTrips) {
     throw new RunFailure(`${c.label}: ${result.latenciesMs.length} of ${settings.roundTrips} round trips completed.`);
@@ -382,7 +394,20 @@ async function roundTrip(c: BenchCase, settings: RunSettings, start: Start): Pro
     p50: percentile(result.latenciesMs, 50),
     p99: percentile(result.latenciesMs, 99),
     ...(commands === null ? {} : { redisCommands: commands }),
+    ...redisProcessUs,
     ...postgresCosts,
+  };
+}
+
+/**
+ * On Redis, opens a window on the redis-server process's CPU: the returned function closes it and gives the CPU per
+ * task over `tasks` (nothing when the server's process cannot be read here).
+ */
+async function redisProcessWindow(redis: RedisAdmin | null): Promise<(tasks: number) => Promise<{ redisProcessCpuUs?: number }>> {
+  const before = redis ? await redis.processCpuUs() : null;
+  return async (tasks) => {
+    const after = before === null || !redis ? null : await redis.processCpuUs();
+    return after === null || before === null ? {} : { redisProcessCpuUs: (after - before) / tasks };
   };
 }
 

@@ -171,6 +171,26 @@ describe('renderMarkdown', () => {
     expect(markdown).toContain('| W4 scale, Redis: kq 2 processes ≥ 1.3× one |');
   });
 
+  it('shows the redis-server process’s CPU beside Redis’s command time when the runs measured it, and in the #31 goals', () => {
+    const measured: CaseOutcome[] = [
+      { case: byKey('redis.W2.kq.c100'), runs: [{ kind: 'rate', perSecond: 60_000, workerCpuUs: 31.25, brokerCpuUs: 12.5, redisProcessCpuUs: 9.5 }], failures: [] },
+      { case: byKey('redis.W2.bee-queue.c100'), runs: [{ kind: 'rate', perSecond: 50_000, workerCpuUs: 20, brokerCpuUs: 3, redisProcessCpuUs: 7.25 }], failures: [] },
+      { case: byKey('redis.W3.kq'), runs: [{ kind: 'latency', p50: 0.35, p99: 2.5, redisCommands: { evalsha: { calls: 1, usec: 60 } }, redisProcessCpuUs: 80 }], failures: [] },
+      { case: byKey('redis.W3.bee-queue'), runs: [{ kind: 'latency', p50: 0.4, p99: 1.1, redisProcessCpuUs: 40 }], failures: [] },
+    ];
+    const text = renderMarkdown({ outcomes: measured, machine, command: 'pnpm bench', n: 20_000, roundTrips: 1000, runs: 3, durationS: 600, chartFile: 'results.svg' });
+    expect(text).toContain('| worker CPU µs/task | Redis CPU µs/task | Redis process CPU µs/task | worker RSS MiB idle / peak |');
+    expect(text).toMatch(/\| \*\*kq, concurrency 100\*\* \| 60,000 .*\| 31\.3 \| 12\.5 \| 9\.5 \| — \|/);
+    const hot = new Map(redisHotPathTargets(measured).map((check) => [check.goal, check]));
+    expect(hot.get('W2 drain, Redis: Redis CPU per task (kq, concurrency 100) ≤ 6 µs')?.measured).toContain('redis-server process CPU: kq 9.5 µs, bee-queue 7.3 µs');
+    expect(hot.get('W3 round trip, Redis: Redis per round trip ≤ 50 µs')).toMatchObject({
+      met: false,
+      measured: 'kq 60.0 µs; redis-server process CPU: kq 80.0 µs, bee-queue 40.0 µs',
+    });
+    // Without the process's CPU (another host), the tables keep their columns as they were.
+    expect(markdown).not.toContain('Redis process CPU');
+  });
+
   it('shows the producer’s CPU and the bytes per task in Redis next to W1’s rates', () => {
     expect(markdown).toContain('| system | tasks/s (median) | min | max | kq × | producer CPU µs/task | bytes/task in Redis |');
     expect(markdown).toContain('| bee-queue, saveAll(1000) | 140,000 | 140,000 | 140,000 | 0.64× | 5.3 | 52 |');

@@ -56,6 +56,8 @@ describe.skipIf(!up)('runCase (raw ioredis, small N)', () => {
     expect(result.rssIdleMiB).toBeGreaterThan(10);
     expect(result.rssPeakMiB).toBeGreaterThanOrEqual(result.rssIdleMiB ?? Infinity);
     expect(await settings.redis?.leftover('raw-ioredis', 'kqbench.raw-ioredis')).toEqual({ queued: 0, unacked: 0, failed: 0 });
+    // The redis-server process's own CPU per task, read from /proc beside the command time (the server is local here).
+    expect(result.redisProcessCpuUs).toBeGreaterThan(0);
   }, 30_000);
 
   it('W3: round trips through a serving worker and reports p50 ≤ p99', async () => {

@@ -226,6 +226,17 @@ function kqReference(rows: readonly CaseOutcome[], match: (c: BenchCase) => bool
   return kq ? headline(kq) : null;
 }
 
+/**
+ * The redis-server process's CPU per task (/proc) as a column beside Redis's command time, when a run measured it:
+ * command time counts a script's inner commands (and a MULTI's queued ones) a second time and leaves out the event
+ * loop and socket I/O, so the two differ from system to system; both are measured the same way for every system.
+ */
+function processColumn(rows: readonly CaseOutcome[]): { header: string; rule: string; cell: (f: Extract<CaseFigures, { kind: 'rate' }>) => string } {
+  const any = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.redisProcessCpuUs !== null; });
+  if (!any) return { header: '', rule: '', cell: () => '' };
+  return { header: ' Redis process CPU µs/task |', rule: '---:|', cell: (f) => ` ${formatMicros(f.redisProcessCpuUs)} |` };
+}
+
 function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   const lines: string[] = [];
   if (workload === 'W1') {
@@ -234,22 +245,23 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
     const cpu = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.workerCpuUs !== null; });
     const broker = rows.some((o) => { const f = figures(o); return f?.kind === 'rate' && f.brokerCpuUs !== null; });
     const pgCols = postgresColumns(rows, false, 'task');
+    const proc = processColumn(rows);
     lines.push(
-      `| system | tasks/s (median) | min | max | kq × |${cpu ? ' producer CPU µs/task |' : ''}${broker ? ` ${brokerName(rows)} CPU µs/task |` : ''}${bytes ? ' bytes/task in Redis |' : ''}${pgCols.header}`,
-      `|---|---:|---:|---:|---:|${cpu ? '---:|' : ''}${broker ? '---:|' : ''}${bytes ? '---:|' : ''}${pgCols.rule}`,
+      `| system | tasks/s (median) | min | max | kq × |${cpu ? ' producer CPU µs/task |' : ''}${broker ? ` ${brokerName(rows)} CPU µs/task |` : ''}${proc.header}${bytes ? ' bytes/task in Redis |' : ''}${pgCols.header}`,
+      `|---|---:|---:|---:|---:|${cpu ? '---:|' : ''}${broker ? '---:|' : ''}${proc.rule}${bytes ? '---:|' : ''}${pgCols.rule}`,
     );
     for (const outcome of rows) {
       const f = figures(outcome);
       const kq = kqReference(rows, (c) => c.mode === outcome.case.mode);
       if (!f || f.kind !== 'rate') {
-        lines.push(`| ${outcome.case.label} | failed | | | |${cpu ? ' |' : ''}${broker ? ' |' : ''}${bytes ? ' |' : ''}`);
+        lines.push(`| ${outcome.case.label} | failed | | | |${cpu ? ' |' : ''}${broker ? ' |' : ''}${proc.rule ? ' |' : ''}${bytes ? ' |' : ''}`);
         continue;
       }
       const ratio = outcome.case.system === 'kq' ? '—' : formatSpeedup(speedup(kq, f.rate.median, 'rate'));
       const size = bytes ? ` ${f.bytesPerTask === null ? '—' : f.bytesPerTask.median.toFixed(0)} |` : '';
       const producer = cpu ? ` ${formatMicros(f.workerCpuUs)} |` : '';
       const brokerCpu = broker ? ` ${formatMicros(f.brokerCpuUs)} |` : '';
-      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |${producer}${brokerCpu}${size}${pgCols.cells(f)}`);
+      lines.push(`| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ${ratio} |${producer}${brokerCpu}${proc.cell(f)}${size}${pgCols.cells(f)}`);
     }
     return lines;
   }
@@ -257,21 +269,22 @@ function rateTable(rows: readonly CaseOutcome[], workload: Workload): string[] {
   const kq1 = kqReference(rows, (c) => c.concurrency === 1 && c.variant === null);
   // CPU per task moves little between runs on a shared box, where throughput is noisy: shown next to it.
   const pgCols = postgresColumns(rows, false, 'task');
+  const proc = processColumn(rows);
   lines.push(
-    `| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | ${brokerName(rows)} CPU µs/task | worker RSS MiB idle / peak |${pgCols.header}`,
-    `|---|---:|---:|---:|---:|---:|---:|---:|---:|${pgCols.rule}`,
+    `| system | tasks/s (median) | min | max | kq (c=100) × | kq (c=1) × | worker CPU µs/task | ${brokerName(rows)} CPU µs/task |${proc.header} worker RSS MiB idle / peak |${pgCols.header}`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|${proc.rule}---:|${pgCols.rule}`,
   );
   for (const outcome of rows) {
     const f = figures(outcome);
     if (!f || f.kind !== 'rate') {
-      lines.push(`| ${outcome.case.label} | failed | | | | | | | |`);
+      lines.push(`| ${outcome.case.label} | failed | | | | | | |${proc.rule ? ' |' : ''} |`);
       continue;
     }
     const self = outcome.case.system === 'kq';
     lines.push(
       `| ${name(outcome)} | ${formatRate(f.rate.median)} | ${formatRate(f.rate.min)} | ${formatRate(f.rate.max)} | ` +
         `${self ? '—' : formatSpeedup(speedup(kq100, f.rate.median, 'rate'))} | ${self ? '—' : formatSpeedup(speedup(kq1, f.rate.median, 'rate'))} | ` +
-        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} | ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |${pgCols.cells(f)}`,
+        `${formatMicros(f.workerCpuUs)} | ${formatMicros(f.brokerCpuUs)} |${proc.cell(f)} ${formatMemory(f.rssIdleMiB, f.rssPeakMiB)} |${pgCols.cells(f)}`,
     );
   }
   lines.push(...tracingCost(rows));

@@ -26,6 +26,11 @@ export interface KeyNames {
   exchanges: string;
   /** kq: hash queue name → declaration options (for dead-lettering and checkQueue across processes). */
   queues: string;
+  /**
+   * kq: zset of the in-flight lists of native claims under way (member `[list, queue list]`, score the epoch ms it was
+   * registered); each list is this name with `.<process token>.<n>` appended (see native-claim.ts).
+   */
+  inflight: string;
 }
 
 export const DEFAULT_KEY_NAMES: KeyNames = {
@@ -38,6 +43,7 @@ export const DEFAULT_KEY_NAMES: KeyNames = {
   dead: '_kq.dead',
   exchanges: '_kq.exchanges',
   queues: '_kq.queues',
+  inflight: '_kq.inflight',
 };
 
 /**

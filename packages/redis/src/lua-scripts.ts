@@ -22,6 +22,8 @@ import { loadLuaScript } from './lua-script';
  *
  * Acks that were waiting to be sent ride along and are applied first (one script call instead of two).
  *
+ * Used where native claims (native-claim.ts) are not: noAck claims, the cluster layout, servers without LMOVE.
+ *
  * KEYS: unacked, unacked_index, quarantine
  * ARGV: prefix, sep, max, noAck(0|1), lease µs, visibility timeout µs, nSteps, steps..., nQueues, queues...,
  *       nPre(0|1), [preQueue, preStep, preRaw, handedOut(0|1)]  (a message BRPOP already popped, recorded first;
@@ -95,3 +97,9 @@ export const PROMOTE_DELAYED = loadLuaScript('promote-delayed', 'prelude');
  * KEYS: the queue's lists. Returns the number of messages they held.
  */
 export const DRAIN_LISTS = loadLuaScript('drain-lists');
+
+/**
+ * Returns an abandoned native claim's in-flight list to its queue list (head first, in the order taken) and removes
+ * its registry entry. KEYS: registry, in-flight list, queue list. ARGV: registry member. Returns how many moved.
+ */
+export const RESTORE_INFLIGHT = loadLuaScript('restore-inflight');

@@ -1,60 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, ConnectionLost, MalformedEnvelope, decodeEnvelope, type Claim, type ClaimOptions, type StoredMessage } from '@kq/core';
-import type { PendingAck } from './ack-batcher';
 import type { BlockingWaiter } from './blocking-pool';
-import type { ClusterQueues } from './cluster-queues';
-import type { RedisClient } from './connection-factory';
-import type { KeyLayout } from './key-layout';
 import { CLAIM, QUARANTINE } from './lua-scripts';
+import { NativeClaimer } from './native-claim';
+import type { ClaimerHost, RedisClaim } from './redis-claim';
+
+export type { ClaimerHost, RedisClaim } from './redis-claim';
 import { quarantineRecord } from './quarantine';
-
-/** A claim of the Redis store: what a settle needs to find (and fence) the delivery. */
-export interface RedisClaim extends Claim {
-  /** Priority step of the list it came from. */
-  readonly step: number;
-  /** The envelope exactly as it was stored. */
-  readonly raw: string;
-  /** The delivery tag the claim was recorded under in `unacked` (the envelope's `properties.delivery_tag`). */
-  readonly tag: string;
-  /** Taken without acknowledgement: nothing is recorded in Redis, nothing to settle. */
-  readonly noAck: boolean;
-  /**
-   * The `unacked_index` score this process last wrote for the claim: its lease and its fence (a settle acts only while
-   * it is still there; see lua/prelude.lua). Rewritten by every renewal; '' until recorded, and for noAck claims.
-   */
-  score: string;
-  /** Its ack is on its way: a renewal that finds the claim gone does not count it lost. */
-  settling?: boolean;
-  /**
-   * Set while the record of a claim handed out early (see `#takePoppedEarly`) is on its way: resolves true once it
-   * is in Redis, false when it could not be made (the message went back to its list). Settles wait for it.
-   */
-  recording?: Promise<boolean> | undefined;
-}
-
-/** What the claimer needs of its store. */
-export interface ClaimerHost {
-  readonly layout: KeyLayout;
-  /** The lease of a claim, and Kombu's visibility timeout, in µs (the claim's score is their difference from now). */
-  readonly leaseUs: number;
-  readonly visibilityUs: number;
-  /** The command connection (throws when the store is not open). */
-  commands(): RedisClient;
-  pool(): BlockingWaiter | undefined;
-  /** The cluster layout's record of known queues; undefined in Kombu's layout. */
-  clusterQueues(): ClusterQueues | undefined;
-  isClosed(): boolean;
-  /** Acks waiting to be sent, to carry on a claim call (the claimer settles them); none is also an answer. */
-  takeAcks(): Array<PendingAck<RedisClaim>>;
-  /** Acks carried on a claim call that failed. */
-  acksFailed(acks: ReadonlyArray<PendingAck<RedisClaim>>, error: unknown): void;
-  /** Applies an ack script's answer for one ack: 1 done, 0 gone already, -1 stale. */
-  settleAck(ack: PendingAck<RedisClaim>, result: number): void;
-  /** A recorded claim: the store renews its lease until it is settled. */
-  hold(claim: RedisClaim): void;
-  warn(message: string): void;
-  reportError(error: unknown): void;
-}
 
 /** A message BRPOP popped, which only this process holds until a claim script records it. */
 interface PoppedMessage {
@@ -74,6 +26,8 @@ interface ClaimReply {
   poppedTag: string | undefined;
   /** The lease score of every claim of the call ('' for noAck). */
   score: string;
+  /** Known when a native record of a popped message read the queues' lengths: whether messages are waiting. */
+  more?: boolean;
 }
 
 /** Attempts to record a message BRPOP already popped before giving up and pushing it back. */
@@ -87,6 +41,7 @@ const RECORD_ATTEMPTS = 5;
  */
 export class RedisClaimer {
   readonly #host: ClaimerHost;
+  readonly #native: NativeClaimer;
   /** Queue sets whose last claim found them empty: the next claim starts with BRPOP instead of a script call. */
   readonly #idleSets = new Map<string, boolean>();
   #quarantined = 0;
@@ -94,6 +49,7 @@ export class RedisClaimer {
 
   constructor(host: ClaimerHost) {
     this.#host = host;
+    this.#native = new NativeClaimer(host);
   }
 
   /** Messages this process moved to the quarantine list. */
@@ -118,7 +74,7 @@ export class RedisClaimer {
     const blocking = options.blockMs > 0;
     if (this.#host.clusterQueues()) return this.#claimCluster(queues, max, options, setKey);
     if (!blocking || !this.#idleSets.get(setKey)) {
-      const { claims } = await this.#claimScript(queues, max, options.noAck, undefined);
+      const claims = await this.#claimBusy(queues, max, options.noAck);
       if (claims.length > 0 || !blocking) {
         this.#noteIdle(setKey, claims.length < max);
         return claims;
@@ -143,13 +99,29 @@ export class RedisClaimer {
     const from = origin.get(key) ?? layout.parseListKey(key);
     const message: PoppedMessage = { queue: from.queue, step: from.step, key, raw };
     if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
-      this.#noteIdle(setKey, rest.length + 1 < max);
+      const { claims: rest, more } = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
+      this.#noteIdle(setKey, more === undefined ? rest.length + 1 < max : !more);
       return rest;
     }
-    const { claims } = await this.#recordPopped(queues, max, options.noAck, message);
-    this.#noteIdle(setKey, claims.length < max);
+    const { claims, more } = await this.#recordPopped(queues, max, options.noAck, message);
+    this.#noteIdle(setKey, more === undefined ? claims.length < max : !more);
     return claims;
+  }
+
+  /**
+   * A claim that does not wait: native commands (see native-claim.ts) in Kombu's layout when acks are late and the
+   * server has LMOVE (Redis 6.2+), else the claim script (noAck claims record nothing, so a script pop is as cheap).
+   */
+  async #claimBusy(queues: readonly string[], max: number, noAck: boolean): Promise<RedisClaim[]> {
+    if (noAck || !this.#native.supported) return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+    try {
+      const { claims, quarantined } = await this.#native.claim(queues, max);
+      this.#quarantined += quarantined;
+      return claims;
+    } catch (error) {
+      if (this.#native.supported) throw error;
+      return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+    }
   }
 
   /**
@@ -178,7 +150,7 @@ export class RedisClaimer {
       return [];
     }
     if (options.onEarlyClaims && !options.noAck) {
-      const rest = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
+      const { claims: rest } = await this.#takePoppedEarly([message.queue], max, message, options.onEarlyClaims);
       this.#noteIdle(setKey, rest.length + 1 < max);
       return rest;
     }
@@ -341,7 +313,7 @@ export class RedisClaimer {
     max: number,
     popped: PoppedMessage,
     onEarlyClaims: (claims: Claim[]) => void,
-  ): Promise<RedisClaim[]> {
+  ): Promise<ClaimReply> {
     const recording = this.#recordPopped(queues, max, false, { ...popped, handedOut: true });
     let message: StoredMessage;
     try {
@@ -349,9 +321,9 @@ export class RedisClaimer {
     } catch (error) {
       // Unreadable: once recorded it is quarantined like any unreadable claim (the script quarantines what it cannot
       // read itself).
-      const { claims, poppedTag, score } = await recording;
-      if (poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, poppedTag, score, error);
-      return claims;
+      const reply = await recording;
+      if (reply.poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, reply.poppedTag, reply.score, error);
+      return reply;
     }
     const tag = message.deliveryTag;
     const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, tag, noAck: false, score: '' };
@@ -370,11 +342,12 @@ export class RedisClaimer {
       },
     );
     onEarlyClaims([claim]);
-    return (await recording).claims;
+    return recording;
   }
 
   /**
-   * Records a message BRPOP popped (and claims more in the same call). Between the pop and this script the message
+   * Records a message BRPOP popped: natively in Kombu's layout with acks late (native-claim.ts: the next claim takes
+   * more if the lists' lengths say some wait), else with the claim script, which claims more in the same call. Between the pop and this script the message
    * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
    * and if Redis stays unreachable the message is pushed back to the head of its list.
    */
@@ -382,7 +355,10 @@ export class RedisClaimer {
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       try {
-        return await this.#claimScript(queues, max, noAck, popped);
+        if (noAck || this.#host.layout.cluster || !this.#native.supported) return await this.#claimScript(queues, max, noAck, popped);
+        const { quarantined, ...reply } = await this.#native.recordPopped(popped, queues);
+        this.#quarantined += quarantined;
+        return reply;
       } catch (error) {
         lastError = error;
         if (this.#host.isClosed()) break;

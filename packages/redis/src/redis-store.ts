@@ -32,7 +32,7 @@ import { ClaimUpkeep } from './claim-upkeep';
 import { RedisQueueAdmin } from './redis-queue-admin';
 import { RedisClaimer, type RedisClaim } from './redis-claimer';
 import { RedisFanoutBus } from './redis-fanout-bus';
-import { Sweeper } from './sweeper';
+import { MIN_INFLIGHT_GRACE_MS, Sweeper } from './sweeper';
 
 export interface RedisStoreSettings {
   factory: ConnectionFactory;
@@ -163,6 +163,7 @@ export class RedisStore implements VirtualStore {
       acksFailed: (failed, error) => acks.failed(failed, error),
       settleAck: (ack, result) => ack.settle(result !== -1),
       hold: (claim) => this.#leases.hold(claim),
+      held: () => this.#leases.held,
       warn: settings.warn,
       reportError: (error) => this.#reportError(error),
     });
@@ -200,6 +201,7 @@ export class RedisStore implements VirtualStore {
       leaseSweepFollowsExpiry: this.#settings.leaseSweepFollowsExpiry ?? false,
       visibilitySweepIntervalMs: this.#settings.visibilitySweepIntervalMs,
       visibilityTimeout: this.#settings.visibilityTimeout,
+      inflightGraceMs: Math.max(this.#settings.leaseMs, MIN_INFLIGHT_GRACE_MS),
       restoreLimit: this.#settings.unackedRestoreLimit,
       route: (exchange, routingKey, headers) => this.routeForRestore(exchange, routingKey, headers),
       warn: this.#settings.warn,

@@ -2,7 +2,7 @@ import { priorityStep } from '@kq/core';
 import type { RedisClient } from './connection-factory';
 import { envelopePriority, markRedelivered } from '@kq/core';
 import type { KeyLayout } from './key-layout';
-import { VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
+import { RESTORE_INFLIGHT, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
 import { parseDocument, documentValue, member, writeDocument, type JsonNode } from '@kq/core';
 import { quarantineRecord } from './quarantine';
 
@@ -12,6 +12,11 @@ const MIN_SWEEP_GAP_MS = 100;
 const JITTER_SHARE = 0.1;
 /** After a sweep that saw nothing (it failed, or stood aside for Kombu's mutex), the next comes this soon at most. */
 const RETRY_UNSEEN_MS = 5000;
+/**
+ * A native claim's in-flight list counts as abandoned once its registry entry is this old (or the lease, if longer):
+ * far beyond any live claim's two round trips, and beyond clock skew between hosts (the entry has the claimer's clock).
+ */
+export const MIN_INFLIGHT_GRACE_MS = 60_000;
 
 export interface SweeperOptions {
   commands: RedisClient;
@@ -31,6 +36,11 @@ export interface SweeperOptions {
   /** Kombu `visibility_timeout`, seconds. */
   visibilityTimeout: number;
   restoreLimit: number;
+  /**
+   * How old a native claim's in-flight registry entry must be before its list counts as abandoned (its process died
+   * between taking and recording): the claim's lease at least, so a live claim is never taken back.
+   */
+  inflightGraceMs: number;
   /** Queues a delivery published to (exchange, routing key) goes back to (Kombu's `_lookup`). */
   route: (exchange: string, routingKey: string, headers: Record<string, unknown>) => Promise<string[]>;
   warn: (message: string) => void;
@@ -145,6 +155,7 @@ export class Sweeper {
 
   async #sweep(withMutex: boolean): Promise<number> {
     let total = 0;
+    if (!withMutex && !this.#options.layout.cluster) total += await this.sweepInflight();
     let nextExpiryMs: number | undefined;
     let moreStale = false;
     let heard = true;
@@ -159,6 +170,35 @@ export class Sweeper {
     if (heard) this.#seen = { nextExpiryMs, moreStale };
     if (withMutex) this.counts.visibilityRestored += total;
     else this.counts.leaseRestored += total;
+    return total;
+  }
+
+  /**
+   * Puts back the messages of native claims whose process died between moving them to its in-flight list and
+   * recording them (see native-claim.ts): every registry entry older than the grace. Resolves to how many.
+   */
+  async sweepInflight(): Promise<number> {
+    const { commands, layout, inflightGraceMs, restoreLimit } = this.#options;
+    const registry = layout.key('inflight');
+    const stale = await commands.zrangebyscore(registry, '-inf', Date.now() - inflightGraceMs, 'LIMIT', 0, restoreLimit);
+    let total = 0;
+    for (const member of stale) {
+      let lists: unknown;
+      try {
+        lists = JSON.parse(member);
+      } catch {
+        lists = undefined;
+      }
+      if (!Array.isArray(lists) || typeof lists[0] !== 'string' || typeof lists[1] !== 'string') {
+        await commands.zrem(registry, member);
+        continue;
+      }
+      total += Number(await RESTORE_INFLIGHT.run(commands, [registry, lists[0], lists[1]], [member]));
+    }
+    if (total > 0) {
+      // counted with the lease sweep's restores (sweepLeases adds them)
+      this.#options.warn(`kq/redis: put back ${total} message(s) a kq process took and died before recording (abandoned in-flight lists)`);
+    }
     return total;
   }
 

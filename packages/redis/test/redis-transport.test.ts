@@ -3,6 +3,8 @@ import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisTransport } from '../src/index';
+import { CLAIM } from '../src/lua-scripts';
+import type { RedisClaim } from '../src/redis-claimer';
 import { capture } from './helpers/monitor';
 import { cleanup, makeTransport, quietLogger, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
 
@@ -123,17 +125,19 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     await one.ack();
   });
 
-  it('claims from one queue with one LMPOP over its priority lists: a run of the most urgent one, and one call to find them empty', async () => {
+  it('claims with native commands only: LMOVE from the most urgent non-empty list into an in-flight list, recorded by one MULTI, no script', async () => {
     await channel.declareQueue(new Queue('lmpop'));
     for (const priority of [6, 0, 0, 3]) await channel.publish('', 'lmpop', message(`p${priority}`, { properties: { priority } }));
     const monitor = redis.duplicate();
     const commands: string[] = [];
     const monitored = await monitor.monitor();
-    // Other test files share the server: only commands naming this queue's lists count.
+    // Other test files share the server: only commands naming this queue's lists, or this test's records, count.
     let seenMarker = false;
     monitored.on('monitor', (_time: string, args: string[]) => {
       if (args[1] === `${prefix}marker`) seenMarker = true;
-      if (args.some((arg) => String(arg).startsWith(`${prefix}lmpop`))) commands.push(String(args[0]).toLowerCase());
+      const name = String(args[0]).toLowerCase();
+      if (args.some((arg) => String(arg).startsWith(`${prefix}lmpop`))) commands.push(name);
+      if (name === 'evalsha' && args[1] === CLAIM.sha) commands.push(name);
     });
     const claims = await transport.redisStore.claim(['lmpop'], { max: 10, blockMs: 0, noAck: false });
     // The monitor's feed may lag behind the replies: wait until it shows a command sent after the claim.
@@ -141,9 +145,13 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
     await waitFor(() => seenMarker, 5000, 'the monitor to catch up');
     monitored.disconnect();
     expect(claims.map((claim) => claim.message.body.toString())).toEqual(['p0', 'p0', 'p3', 'p6']);
-    // One run per non-empty list, then one call that finds every list empty; no RPOP per list.
-    expect(commands.filter((name) => name === 'lmpop')).toHaveLength(4);
-    expect(commands.filter((name) => name === 'rpop')).toEqual([]);
+    // A move per message wanted from each list, lists most urgent first; no claim script, no LMPOP, no RPOP.
+    expect(commands.filter((name) => name === 'lmove').length).toBeGreaterThanOrEqual(4);
+    expect(commands.filter((name) => ['lmpop', 'rpop', 'evalsha', 'eval'].includes(name))).toEqual([]);
+    // Recorded as Kombu records them, and the in-flight lists and their registry entries are gone.
+    for (const claim of claims) expect(await redis.hexists(`${prefix}unacked`, (claim as RedisClaim).tag)).toBe(1);
+    expect(await redis.keys(`${prefix}_kq.inflight.*`)).toEqual([]);
+    expect(await redis.zcard(`${prefix}_kq.inflight`)).toBe(0);
     for (const claim of claims) await transport.redisStore.ack(claim);
   });
 

@@ -1,0 +1,407 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffCountdown, decodeEnvelope, MalformedEnvelope, pyString, type StoredMessage } from '@kq/core';
+import type { PendingAck } from './ack-batcher';
+import type { ClaimerHost, RedisClaim } from './redis-claim';
+import { ACK } from './lua-scripts';
+import { quarantineRecord } from './quarantine';
+
+/**
+ * Native-command claims (Kombu's layout, acks late): the envelopes never enter Lua, where Redis hashes every byte of
+ * every string a script creates (bench/PROFILE-redis.md). A claim is two round trips:
+ *
+ * 1. a pipeline: the acks waiting to be sent (the ACK script: tags and scores only), `TIME`, the claim's entry in the
+ *    in-flight registry, then `LMOVE <queue list> <in-flight list> RIGHT LEFT` once per message wanted — each move
+ *    atomic, so a message is always in its queue or in the in-flight list of a registered claim;
+ * 2. one `MULTI`: Kombu's records (`HSET unacked tag [envelope, exchange, routing_key]`, built here from the envelope
+ *    the worker parses anyway, and `ZADD unacked_index lease tag`), unreadable envelopes to the quarantine list, the
+ *    in-flight lists deleted and the registry entries removed, `EXEC`.
+ *
+ * A process that dies between the two leaves its messages in in-flight lists that the registry names: any kq process's
+ * lease sweep puts them back at the head of their queues once the entry is older than the grace (`sweepInflight`).
+ * A claim call's lists are its own (a registry entry per call and source list), so claims running side by side in one
+ * process never delete each other's.
+ */
+
+/** A claim moves messages in at most this many round trips (a list ran short, or a more urgent one was empty). */
+const MAX_ROUNDS = 4;
+/** Moves sent beyond a list's last known length: what producers may have added since. */
+const SLACK = 16;
+/** Attempts at the recording MULTI before the claim fails (its messages then wait in the in-flight lists). */
+const RECORD_ATTEMPTS = 5;
+/** See lua/prelude.lua: one long member keeps `unacked_index` a skiplist once more than a few claims are held. */
+const PIN = '_kq.pin: keeps unacked_index a skiplist, where a listpack would make every insert scan the whole set';
+const PIN_ABOVE = 16;
+
+/** A list a claim round moves messages from. */
+interface Source {
+  queue: string;
+  step: number;
+  key: string;
+  count: number;
+}
+
+interface Moved {
+  source: Source;
+  raw: string;
+}
+
+/** The claims a native claim made, and how many unreadable envelopes it moved to the quarantine list. */
+export interface NativeClaimReply {
+  claims: RedisClaim[];
+  quarantined: number;
+}
+
+/** A message BRPOP popped, to be recorded. */
+export interface PoppedEnvelope {
+  queue: string;
+  step: number;
+  key: string;
+  raw: string;
+  /** Handed out already: its claim is not made again, only its tag and score are reported. */
+  handedOut?: boolean;
+}
+
+/** What recording a popped message gave: its claim (unless handed out), its tag and score, and whether more waits. */
+export interface PoppedRecord {
+  claims: RedisClaim[];
+  /** The tag it was recorded under; undefined when it was quarantined instead. */
+  poppedTag: string | undefined;
+  score: string;
+  /** Some list of the queues had messages when it was recorded: the next claim need not wait. */
+  more: boolean;
+  quarantined: number;
+}
+
+/** The registry member of an in-flight list: the list and the queue list its messages came from. */
+export function inflightMember(inflight: string, source: string): string {
+  return JSON.stringify([inflight, source]);
+}
+
+/**
+ * The `unacked_index` score of a lease taken at server time `us` (µs), exactly as lua/prelude.lua's `lease_score`
+ * writes it: `<s>.<µs>` of lease deadline - visibility timeout, a lease longer than the timeout counting as that long.
+ */
+export function leaseScore(leaseUs: number, visibilityUs: number, us: number): string {
+  const at = us + Math.min(leaseUs, visibilityUs) - visibilityUs;
+  const s = Math.floor(at / 1_000_000);
+  return `${s}.${String(at - s * 1_000_000).padStart(6, '0')}`;
+}
+
+/** Kombu's unacked record of an envelope: `[envelope, exchange, routing_key]`, the envelope as it was stored. */
+export function unackedRecord(raw: string, exchange: string, routingKey: string): string {
+  return `[${raw}, ${pyString(exchange)}, ${pyString(routingKey)}]`;
+}
+
+export class NativeClaimer {
+  readonly #host: ClaimerHost;
+  /** Names this process's in-flight lists apart from every other's. */
+  readonly #token = randomBytes(9).toString('base64url');
+  #seq = 0;
+  /** Registry entries of claim rounds that moved nothing, removed with the next claim's records. */
+  #idleMembers: string[] = [];
+  /** Server time minus this process's clock, µs, from the last `TIME` a claim read (undefined before the first). */
+  #clockOffsetUs: number | undefined;
+  /** The length each list had after this process's last moves from it (see `planFrom`). */
+  readonly #lengths = new Map<string, number>();
+  /** False once the server refused LMOVE (Redis before 6.2): the claim script is used instead. */
+  supported = true;
+
+  constructor(host: ClaimerHost) {
+    this.#host = host;
+  }
+
+  /** Up to `max` claims over `queues` (most urgent priority step first, the queues in the order given). */
+  async claim(queues: readonly string[], max: number): Promise<NativeClaimReply> {
+    const host = this.#host;
+    const { layout } = host;
+    const commands = host.commands();
+    const registry = layout.key('inflight');
+    const unique = [...new Set(queues)];
+    const acks = host.takeAcks();
+    let acksDone = acks.length === 0;
+    const inflightOf = new Map<string, string>();
+    const members: string[] = [...this.#idleMembers];
+    this.#idleMembers = [];
+    const moved: Moved[] = [];
+    let serverUs = 0;
+    // Every list of the queues, most urgent step first: their lengths (read after each round's moves) say where the
+    // next round takes from, and how many moves the next claim sends (a move that finds the list empty is wasted).
+    const watched = layout.steps.flatMap((step) => unique.map((queue) => ({ queue, step, key: layout.listKey(queue, step) })));
+    // The first round asks the most urgent step's lists (a message may have come to any list since), each for at most
+    // what it held after this process's last moves plus SLACK.
+    const top = watched.filter((list) => list.step === watched[0]?.step);
+    let plan = planFrom(
+      top,
+      top.map((list) => this.#lengths.get(list.key) ?? Infinity),
+      max,
+      true,
+    );
+    try {
+      for (let round = 0; round < MAX_ROUNDS && plan.length > 0; round++) {
+        const pipe = commands.pipeline();
+        const first = round === 0;
+        if (first && !acksDone) {
+          const args: string[] = [];
+          for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+          pipe.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+        }
+        if (first) pipe.time();
+        // What each reply of the moves is: a registry entry (ignored) or a move from a source.
+        const moves: Array<Source | null> = [];
+        const registeredAt = Date.now();
+        for (const source of plan) {
+          let inflight = inflightOf.get(source.key);
+          if (inflight === undefined) {
+            inflight = `${registry}.${this.#token}.${this.#seq++}`;
+            inflightOf.set(source.key, inflight);
+            const member = inflightMember(inflight, source.key);
+            members.push(member);
+            pipe.zadd(registry, registeredAt, member);
+            moves.push(null);
+          }
+          for (let n = 0; n < source.count; n++) {
+            pipe.lmove(source.key, inflight, 'RIGHT', 'LEFT');
+            moves.push(source);
+          }
+        }
+        for (const list of watched) pipe.llen(list.key);
+        const replies = (await pipe.exec()) ?? [];
+        let at = 0;
+        if (first && !acksDone) {
+          const [error, results] = replies[at++] ?? [];
+          await this.#settleAcks(acks, error, results);
+          acksDone = true;
+        }
+        if (first) {
+          const [error, time] = replies[at++] ?? [];
+          if (error) throw error;
+          const [seconds, micros] = time as [string, string];
+          serverUs = Number(seconds) * 1_000_000 + Number(micros);
+          this.#clockOffsetUs = serverUs - Date.now() * 1000;
+        }
+        // Handed out interleaved, the first of each list, then the second of each..., as the claim script serves queues.
+        const taken = new Map<Source, string[]>();
+        for (const source of moves) {
+          const [error, raw] = replies[at++] ?? [];
+          if (error) throw error;
+          if (source === null || typeof raw !== 'string') continue;
+          const list = taken.get(source);
+          if (list) list.push(raw);
+          else taken.set(source, [raw]);
+        }
+        const runs = [...taken];
+        for (let n = 0; runs.some(([, raws]) => n < raws.length); n++) {
+          for (const [source, raws] of runs) if (n < raws.length) moved.push({ source, raw: raws[n] as string });
+        }
+        const lengths = watched.map((list, index) => {
+          const length = Number(replies[at + index]?.[1] ?? 0);
+          this.#noteLength(list.key, length);
+          return length;
+        });
+        plan = planFrom(watched, lengths, max - moved.length, false);
+      }
+    } catch (error) {
+      if (!acksDone) host.acksFailed(acks, error);
+      if (isUnknownCommand(error)) {
+        // Redis before 6.2: nothing was moved; the registry entries go, as no sweep there could run their restore.
+        this.supported = false;
+        await commands.zrem(registry, ...members).catch(() => undefined);
+      }
+      // What was moved waits in the in-flight lists; their registry entries bring it back (`sweepInflight`).
+      throw error;
+    }
+    if (moved.length === 0) {
+      this.#idleMembers.push(...members);
+      if (this.#idleMembers.length > 1000) await commands.zrem(registry, ...this.#idleMembers.splice(0));
+      return { claims: [], quarantined: 0 };
+    }
+    return this.#record(moved, [...inflightOf.values()], members, serverUs);
+  }
+
+  /**
+   * Records a message BRPOP popped: one pipeline (one write) of the acks waiting, Kombu's two records and the lengths
+   * of the queues' lists (Kombu records after its BRPOP the same way; the message lives only here until it lands).
+   * Not a MULTI: the two records need no transaction (see below), and a MULTI's EXEC costs Redis its own dispatch.
+   * The lease is scored from this process's clock set to the server's by the last `TIME` read (one is read first
+   * when none was), as the script would score it from `TIME`.
+   */
+  async recordPopped(popped: PoppedEnvelope, queues: readonly string[]): Promise<PoppedRecord> {
+    const host = this.#host;
+    const { layout } = host;
+    const commands = host.commands();
+    if (this.#clockOffsetUs === undefined) {
+      const [seconds, micros] = await commands.time();
+      this.#clockOffsetUs = Number(seconds) * 1_000_000 + Number(micros) - Date.now() * 1000;
+    }
+    const score = leaseScore(host.leaseUs, host.visibilityUs, Date.now() * 1000 + this.#clockOffsetUs);
+    let message: StoredMessage | undefined;
+    let reason = '';
+    try {
+      message = decodeEnvelope(popped.raw, { queue: popped.queue });
+    } catch (error) {
+      reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+    }
+    const acks = host.takeAcks();
+    const tx = commands.pipeline();
+    if (acks.length > 0) {
+      const args: string[] = [];
+      for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+      tx.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+    }
+    if (message) {
+      const unackedIndex = layout.scopedKey('unackedIndex', '');
+      // The record before its index entry: a sweep between the two (a pipeline, not a transaction) finds no entry to
+      // act on, never an entry without its record (which Kombu's restore drops). A fresh lease is no sweep's anyway.
+      if (1 + host.held() > PIN_ABOVE) tx.zadd(unackedIndex, 'NX', 'inf', PIN);
+      tx.hset(layout.scopedKey('unacked', ''), message.deliveryTag, unackedRecord(popped.raw, message.exchange, message.routingKey));
+      tx.zadd(unackedIndex, score, message.deliveryTag);
+    } else {
+      host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(popped.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
+      tx.lpush(layout.scopedKey('quarantine', ''), quarantineRecord({ queue: popped.queue, key: popped.key, reason, raw: popped.raw }));
+    }
+    const watched = layout.steps.flatMap((step) => [...new Set(queues)].map((queue) => layout.listKey(queue, step)));
+    for (const key of watched) tx.llen(key);
+    let replies: Array<[Error | null, unknown]>;
+    try {
+      replies = ((await tx.exec()) ?? []) as Array<[Error | null, unknown]>;
+    } catch (error) {
+      if (acks.length > 0) host.acksFailed(acks, error);
+      throw error;
+    }
+    // A record that failed (not the acks, nor the lengths) fails the claim: the caller retries, then puts it back.
+    const failed = replies.slice(acks.length > 0 ? 1 : 0, replies.length - watched.length).find(([error]) => error);
+    if (failed) {
+      if (acks.length > 0) host.acksFailed(acks, failed[0]);
+      throw failed[0];
+    }
+    if (acks.length > 0) {
+      const [error, results] = replies[0] ?? [];
+      try {
+        await this.#settleAcks(acks, error, results);
+      } catch (failure) {
+        host.acksFailed(acks, failure);
+      }
+    }
+    const lengths = replies.slice(replies.length - watched.length);
+    let more = false;
+    watched.forEach((key, index) => {
+      const length = Number(lengths[index]?.[1] ?? 0);
+      this.#noteLength(key, length);
+      if (length > 0) more = true;
+    });
+    if (!message) return { claims: [], poppedTag: undefined, score, more, quarantined: 1 };
+    const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, tag: message.deliveryTag, noAck: false, score };
+    if (popped.handedOut) return { claims: [], poppedTag: claim.tag, score, more, quarantined: 0 };
+    host.hold(claim);
+    return { claims: [claim], poppedTag: claim.tag, score, more, quarantined: 0 };
+  }
+
+  #noteLength(key: string, length: number): void {
+    if (this.#lengths.size > 1000 && !this.#lengths.has(key)) this.#lengths.clear();
+    this.#lengths.set(key, length);
+  }
+
+  /** The acks' results from the pipeline; a script the server does not know yet is sent on its own. */
+  async #settleAcks(acks: ReadonlyArray<PendingAck<RedisClaim>>, error: unknown, results: unknown): Promise<void> {
+    const host = this.#host;
+    let answers = results as number[];
+    if (error) {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      const args: string[] = [];
+      for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+      answers = (await ACK.run(host.commands(), [host.layout.scopedKey('unacked', ''), host.layout.scopedKey('unackedIndex', '')], args)) as number[];
+    }
+    acks.forEach((ack, index) => host.settleAck(ack, answers[index] as number));
+  }
+
+  /** The MULTI that records what was moved (retried while the connection comes back), then the claims. */
+  async #record(moved: readonly Moved[], inflight: readonly string[], members: readonly string[], serverUs: number): Promise<NativeClaimReply> {
+    const host = this.#host;
+    const { layout } = host;
+    const score = leaseScore(host.leaseUs, host.visibilityUs, serverUs);
+    const index: string[] = [];
+    const records: string[] = [];
+    const bad: string[] = [];
+    const claims: RedisClaim[] = [];
+    for (const { source, raw } of moved) {
+      let message: StoredMessage;
+      try {
+        message = decodeEnvelope(raw, { queue: source.queue });
+      } catch (error) {
+        const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+        host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(source.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
+        bad.push(quarantineRecord({ queue: source.queue, key: source.key, reason, raw }));
+        continue;
+      }
+      const tag = message.deliveryTag;
+      index.push(score, tag);
+      records.push(tag, unackedRecord(raw, message.exchange, message.routingKey));
+      claims.push({ queue: source.queue, message, step: source.step, raw, tag, noAck: false, score });
+    }
+    let lastError: unknown;
+    for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
+      const multi = host.commands().multi();
+      if (claims.length > 0) {
+        const unackedIndex = layout.scopedKey('unackedIndex', '');
+        if (claims.length + host.held() > PIN_ABOVE) multi.zadd(unackedIndex, 'NX', 'inf', PIN);
+        multi.zadd(unackedIndex, ...index);
+        multi.hset(layout.scopedKey('unacked', ''), ...records);
+      }
+      if (bad.length > 0) multi.lpush(layout.scopedKey('quarantine', ''), ...bad);
+      multi.del(...inflight);
+      multi.zrem(layout.key('inflight'), ...members);
+      try {
+        await multi.exec();
+        lastError = undefined;
+        break;
+      } catch (error) {
+        lastError = error;
+        if (host.isClosed()) break;
+        await sleep(backoffCountdown(attempt, { factor: 100, maximum: Infinity, jitter: false }));
+      }
+    }
+    if (lastError !== undefined) throw lastError;
+    for (const claim of claims) host.hold(claim);
+    return { claims, quarantined: bad.length };
+  }
+}
+
+/** `room` shared out over the sources in order (the first ones get the remainder). */
+function share(sources: Source[], room: number): Source[] {
+  const each = Math.floor(room / sources.length);
+  const extra = room % sources.length;
+  return sources.map((source, index) => ({ ...source, count: each + (index < extra ? 1 : 0) })).filter((source) => source.count > 0);
+}
+
+/**
+ * Where the next round takes from: the most urgent priority step with messages (Infinity: never measured), `room`
+ * shared over its queues that have messages, each list asked for at most its length plus SLACK. When every list was empty, a `probe` (a claim's first round) asks the most urgent lists for SLACK each, as
+ * messages may have come since; otherwise nothing.
+ */
+function planFrom(
+  watched: ReadonlyArray<{ queue: string; step: number; key: string }>,
+  lengths: readonly number[],
+  room: number,
+  probe: boolean,
+): Source[] {
+  if (room <= 0) return [];
+  let has = (index: number): boolean => (lengths[index] ?? 0) > 0;
+  let firstStep = watched.find((_, index) => has(index))?.step;
+  if (firstStep === undefined) {
+    if (!probe) return [];
+    firstStep = watched[0]?.step;
+    has = () => true;
+  }
+  const limit = new Map<string, number>();
+  const lists = watched.flatMap((list, index) => {
+    if (list.step !== firstStep || !has(index)) return [];
+    limit.set(list.key, (lengths[index] ?? 0) + SLACK);
+    return [{ ...list, count: 0 }];
+  });
+  return share(lists, room).map((source) => ({ ...source, count: Math.min(source.count, limit.get(source.key) ?? source.count) }));
+}
+
+function isUnknownCommand(error: unknown): boolean {
+  return error instanceof Error && /unknown command/i.test(error.message);
+}
