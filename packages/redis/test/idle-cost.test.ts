@@ -41,6 +41,7 @@ describe('a lease sweep that follows the leases', () => {
   function sweeperAnswering(replies: unknown[][], restoreLimit = 100): { sweeper: Sweeper; scans: () => number } {
     let scans = 0;
     const commands = {
+      zrangebyscore: async (): Promise<string[]> => [], // no abandoned in-flight lists
       evalsha: async (sha: string): Promise<unknown> => {
         if (sha !== VISIBILITY_SCAN.sha) return 0; // the restore script
         const reply = replies[Math.min(scans, replies.length - 1)];
@@ -86,6 +87,7 @@ describe('a lease sweep that follows the leases', () => {
 
     let calls = 0;
     const refusing = {
+      zrangebyscore: async (): Promise<string[]> => [],
       evalsha: async (): Promise<unknown> => {
         calls++;
         throw new Error('Connection is closed.');
@@ -107,6 +109,7 @@ function sweeperOptions(commands: RedisClient, restoreLimit: number): Constructo
     scopes: () => Promise.resolve(['']),
     leaseSweepIntervalMs: 30_000,
     leaseSweepFollowsExpiry: true,
+    inflightGraceMs: 60_000,
     visibilitySweepIntervalMs: 1_000_000,
     visibilityTimeout: 3600,
     restoreLimit,
