@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { RedisTransport, RedisTransportOptions } from '../src/index';
 import { redisUrl, useRedisFixture, waitFor, warnings } from './helpers/redis-test-env';
+import { monitorFeed } from './helpers/monitor-feed';
 
 // A consumer blocked in BRPOP hands the message it wakes with to its handler before the claim script has recorded
 // it (RedisStore#takePoppedEarly). These check that settles still follow the record and nothing is lost.
@@ -67,10 +68,9 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     const { name, consumer, received } = await blockedConsumer('linger', 2);
     const publisher = transport(`${name}-pub`);
     const pubChannel = await publisher.createChannel();
-    const monitor = fixture.redis.duplicate();
     const commands: string[][] = [];
-    const monitored = await monitor.monitor();
-    monitored.on('monitor', (_time: string, args: string[]) => void commands.push(args));
+    const monitored = await monitorFeed(fixture.redis);
+    monitored.on('monitor', (_time, args) => void commands.push(args));
     const marker = `${prefix}marker-${randomUUID()}`;
     await pubChannel.publish('', 'linger', message('first'));
     await waitFor(() => received.length === 1, 5000, 'the first delivery');

@@ -3,8 +3,6 @@
 // file's own prefix; the sweep's and the delayed-delivery promoter's schedules on fake timers.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { connect } from 'node:net';
-import { createInterface } from 'node:readline';
 import { Queue, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -14,6 +12,7 @@ import { IDLE_BLOCK_MS, defaultBlockMs } from '../src/idle-wait';
 import { KeyLayout, DEFAULT_KEY_NAMES, KOMBU_SEP } from '../src/key-layout';
 import { VISIBILITY_SCAN } from '../src/lua-scripts';
 import { Sweeper } from '../src/sweeper';
+import { monitorFeed } from './helpers/monitor-feed';
 import { useRedisFixture, waitFor } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
@@ -125,33 +124,18 @@ describe.skipIf(!up)('an idle consumer on Redis, by default', () => {
   const fixture = useRedisFixture('idle-cost');
   const { prefix, transport } = fixture;
 
-  /**
-   * Commands MONITOR saw while `during` ran, up to a marker sent after it (the feed may lag behind replies). MONITOR is
-   * read from a plain socket: ioredis's `monitor()` fails with "Command queue state error" when other test files'
-   * commands stream in with MONITOR's OK, before it has switched the connection to monitoring.
-   */
+  /** Commands MONITOR saw while `during` ran, up to a marker sent after it (the feed may lag behind replies). */
   async function monitored(during: () => Promise<void>): Promise<Array<{ args: string[]; source: string }>> {
-    const { host, port } = fixture.redis.options;
-    const socket = connect({ host: host ?? '127.0.0.1', port: port ?? 6379 });
     const seen: Array<{ args: string[]; source: string }> = [];
-    let started = false;
-    createInterface({ input: socket }).on('line', (line) => {
-      if (line === '+OK') started = true;
-      const head = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] /.exec(line);
-      if (!head) return;
-      const args = [...line.slice(head[0].length).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((match) => match[1] ?? '');
-      seen.push({ args, source: head[1] ?? '' });
-    });
-    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    socket.write('MONITOR\r\n');
+    const feed = await monitorFeed(fixture.redis);
+    feed.on('monitor', (_time, args, source) => void seen.push({ args, source }));
     try {
-      await waitFor(() => started, 5000, "MONITOR's OK");
       await during();
       const marker = `${prefix}marker-${randomUUID()}`;
       await fixture.redis.echo(marker);
       await waitFor(() => seen.some(({ args }) => args[1] === marker), 5000, 'the monitor to catch up');
     } finally {
-      socket.destroy();
+      feed.disconnect();
     }
     return seen;
   }

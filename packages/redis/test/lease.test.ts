@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { RedisClaim } from '../src/index';
 import { ACK } from '../src/lua-scripts';
 import { redisUrl, useRedisFixture, waitFor } from './helpers/redis-test-env';
+import { monitorFeed } from './helpers/monitor-feed';
 
 const up = await brokerReachable('redis');
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -175,10 +176,9 @@ describe.skipIf(!up)('leases', () => {
       .exec();
     // kq never takes Kombu's mutex (each restore is one atomic step), so a kq process killed between the sweep's two
     // calls cannot leave it held for unacked_mutex_expire and stop every sweep, Python's too.
-    const monitor = fixture.redis.duplicate();
     const mutexWrites: string[] = [];
-    const monitored = await monitor.monitor();
-    monitored.on('monitor', (_time: string, args: string[]) => {
+    const monitored = await monitorFeed(fixture.redis);
+    monitored.on('monitor', (_time, args) => {
       if (String(args[0]).toLowerCase() === 'set' && args[1] === `${prefix}unacked_mutex`) mutexWrites.push(args.join(' '));
       if (args[1] === `${prefix}marker`) mutexWrites.push('marker');
     });

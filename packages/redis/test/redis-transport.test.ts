@@ -7,6 +7,7 @@ import { CLAIM } from '../src/lua-scripts';
 import type { RedisClaim } from '../src/redis-claimer';
 import { capture } from './helpers/monitor';
 import { cleanup, makeTransport, quietLogger, rawClient, redisUrl, uniquePrefix, waitFor, warnings } from './helpers/redis-test-env';
+import { monitorFeed } from './helpers/monitor-feed';
 
 const up = await brokerReachable('redis');
 
@@ -128,12 +129,11 @@ describe.skipIf(!up)('RedisTransport on Kombu’s layout', () => {
   it('claims with native commands only: LMOVE from the most urgent non-empty list into an in-flight list, recorded by one MULTI, no script', async () => {
     await channel.declareQueue(new Queue('lmpop'));
     for (const priority of [6, 0, 0, 3]) await channel.publish('', 'lmpop', message(`p${priority}`, { properties: { priority } }));
-    const monitor = redis.duplicate();
     const commands: string[] = [];
-    const monitored = await monitor.monitor();
+    const monitored = await monitorFeed(redis);
     // Other test files share the server: only commands naming this queue's lists, or this test's records, count.
     let seenMarker = false;
-    monitored.on('monitor', (_time: string, args: string[]) => {
+    monitored.on('monitor', (_time, args) => {
       if (args[1] === `${prefix}marker`) seenMarker = true;
       const name = String(args[0]).toLowerCase();
       if (args.some((arg) => String(arg).startsWith(`${prefix}lmpop`))) commands.push(name);
