@@ -21,7 +21,7 @@ export const KQ_REDIS_COMMANDS = [
   'ping', 'hello', 'auth', 'select', 'client|setname', 'client|getname', 'client|id', 'info', 'time', 'quit',
   // queues, leases, delayed delivery, bindings, results, beat
   'get', 'set', 'setex', 'del', 'exists', 'expire', 'pexpire', 'pttl', 'incr', 'mget', 'type',
-  'lpush', 'rpush', 'lpop', 'rpop', 'lmpop', 'lrem', 'llen', 'lrange', 'brpop',
+  'lpush', 'rpush', 'lpop', 'rpop', 'lmpop', 'lmove', 'lrem', 'llen', 'lrange', 'brpop',
   'hset', 'hget', 'hdel', 'hgetall', 'hmget', 'hexists', 'hkeys', 'hlen',
   'sadd', 'srem', 'smembers', 'scard',
   'zadd', 'zrem', 'zrange', 'zrangebyscore', 'zrevrangebyscore', 'zscore', 'zmscore', 'zcard',
