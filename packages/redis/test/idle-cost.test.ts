@@ -41,6 +41,7 @@ describe('a lease sweep that follows the leases', () => {
   function sweeperAnswering(replies: unknown[][], restoreLimit = 100): { sweeper: Sweeper; scans: () => number } {
     let scans = 0;
     const commands = {
+      set: async (): Promise<unknown> => 'OK', // the sweep gate: this process is alone
       evalsha: async (sha: string): Promise<unknown> => {
         if (sha !== VISIBILITY_SCAN.sha) return 0; // the restore script
         const reply = replies[Math.min(scans, replies.length - 1)];
@@ -86,6 +87,7 @@ describe('a lease sweep that follows the leases', () => {
 
     let calls = 0;
     const refusing = {
+      set: async (): Promise<unknown> => 'OK',
       evalsha: async (): Promise<unknown> => {
         calls++;
         throw new Error('Connection is closed.');
