@@ -34,8 +34,18 @@ export interface DashboardOptions {
   maxTasks?: number;
   /** How long inspect calls wait for replies, ms (Flower's `inspect_timeout`, 1000). */
   inspectTimeoutMs?: number;
-  /** How often workers are inspected again, ms (default 30 000). A worker is also inspected when it comes online, and `/api/workers?refresh=1` asks at once. */
+  /**
+   * How often workers are inspected again, ms (default 30 000): what changes while a worker runs (`stats`, `active`,
+   * `reserved`, `scheduled`, `revoked`). A worker is also inspected in full when it comes online, and
+   * `/api/workers?refresh=1` asks everything at once.
+   */
   inspectIntervalMs?: number;
+  /**
+   * How often what does not change during a worker's life (`registered`, `conf`) and its queues (`active_queues`,
+   * also asked after the dashboard adds or cancels a consumer) are asked again, ms (default 300 000; rounded to a
+   * whole number of `inspectIntervalMs`).
+   */
+  inspectSteadyIntervalMs?: number;
   /** How often queue lengths are sampled, ms (default 5000). */
   queueIntervalMs?: number;
   /**
@@ -72,7 +82,8 @@ export class Dashboard implements DashboardView {
     this.log = options.logger ?? new Logger('dashboard');
     this.deadLetterQueues = [...(options.deadLetterQueues ?? [])];
     this.state = new FleetState(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks });
-    this.inspector = new WorkerInspector(this.app, this.state, options.inspectTimeoutMs ?? 1000);
+    const fullRoundEvery = (options.inspectSteadyIntervalMs ?? 300_000) / (options.inspectIntervalMs ?? 30_000);
+    this.inspector = new WorkerInspector(this.app, this.state, options.inspectTimeoutMs ?? 1000, { fullRoundEvery });
   }
 
   /** The URL it serves, once started. */
@@ -109,7 +120,7 @@ export class Dashboard implements DashboardView {
     await this.#receiver.start();
     this.#server = await buildServer(this, { basicAuth: this.#options.basicAuth ?? [], urlPrefix: normalisePrefix(this.#options.urlPrefix), trustProxy: this.#options.trustProxy ?? false });
     await this.#server.listen({ port: this.#options.port ?? 5555, host: this.#options.address ?? '127.0.0.1' });
-    const refresh = (): void => void this.inspector.inspect().catch((error: unknown) => this.log.warning(`inspect: ${String(error)}`));
+    const refresh = (): void => void this.inspector.round().catch((error: unknown) => this.log.warning(`inspect: ${String(error)}`));
     const sample = (): void => void this.sampleQueues().catch((error: unknown) => this.log.warning(`queue lengths: ${String(error)}`));
     refresh();
     this.#timers.push(setInterval(refresh, this.#options.inspectIntervalMs ?? 30_000), setInterval(sample, this.#options.queueIntervalMs ?? 5000));

@@ -5,6 +5,6 @@ export { FlowerMetrics } from './flower-metrics';
 export { overview, type Overview, type WorkerRow } from './overview';
 export { flowerTask, queryTasks, queryableClusterTask, queryableFlowerTask, type FlowerTask, type QueryableTask, type TaskQuery } from './task-view';
 export { QueueLengthSeries, ThroughputSeries, percentile, type ThroughputPoint } from './time-series';
-export { INSPECT_METHODS, WorkerInspector } from './worker-inspector';
+export { CHANGING_METHODS, INSPECT_METHODS, WorkerInspector, type InspectMethod, type WorkerInspectorOptions } from './worker-inspector';
 export { runDashboardCli } from './dashboard-cli';
 export { loadFleetState, saveFleetState } from './state-file';

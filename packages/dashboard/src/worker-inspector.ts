@@ -4,6 +4,20 @@ import type { FleetState } from './fleet-state';
 
 /** What Flower asks every worker (its `Inspector.methods`), stored under these names by worker. */
 export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'scheduled', 'active', 'reserved', 'revoked', 'conf'] as const;
+export type InspectMethod = (typeof INSPECT_METHODS)[number];
+
+/**
+ * What changes while a worker runs, asked every round. `registered` and `conf` are fixed for a worker's life, and
+ * `active_queues` changes only on `add_consumer` / `cancel_consumer`: those are asked when a worker comes online, on
+ * `?refresh=1`, after the dashboard sent a consumer change, and every `fullRoundEvery` rounds (each method asked costs
+ * every worker a reply, and the broker the traffic).
+ */
+export const CHANGING_METHODS: readonly InspectMethod[] = ['stats', 'scheduled', 'active', 'reserved', 'revoked'];
+
+export interface WorkerInspectorOptions {
+  /** Every how many rounds (`round()`) all of `INSPECT_METHODS` are asked; 1 asks them all every round. */
+  fullRoundEvery?: number;
+}
 
 /**
  * Asks the workers (all, or one) what Flower's inspector asks and keeps the answers in the fleet state: one broadcast
@@ -15,20 +29,41 @@ export class WorkerInspector {
   readonly #state: FleetState;
   readonly #timeoutMs: number;
   readonly #running = new Map<string, { current: Promise<ReadonlySet<string>>; next?: Promise<ReadonlySet<string>> }>();
+  readonly #fullRoundEvery: number;
+  #rounds = 0;
+  #queuesChanged = false;
   #closed = false;
 
-  constructor(app: App, state: FleetState, timeoutMs: number) {
+  constructor(app: App, state: FleetState, timeoutMs: number, options: WorkerInspectorOptions = {}) {
     this.#app = app;
     this.#state = state;
     this.#timeoutMs = timeoutMs;
+    this.#fullRoundEvery = Math.max(1, Math.round(options.fullRoundEvery ?? 1));
+  }
+
+  /**
+   * The dashboard's periodic round over every worker: all of `INSPECT_METHODS` on the first round and every
+   * `fullRoundEvery`th after it, `CHANGING_METHODS` (with `active_queues` after `queuesChanged()`) in between.
+   */
+  round(): Promise<ReadonlySet<string>> {
+    const full = this.#rounds % this.#fullRoundEvery === 0;
+    this.#rounds++;
+    const methods: readonly InspectMethod[] = full ? INSPECT_METHODS : this.#queuesChanged ? [...CHANGING_METHODS, 'active_queues'] : CHANGING_METHODS;
+    this.#queuesChanged = false;
+    return this.inspect(undefined, methods);
+  }
+
+  /** A worker's queues changed (the dashboard sent `add_consumer` or `cancel_consumer`): the next round asks them. */
+  queuesChanged(): void {
+    this.#queuesChanged = true;
   }
 
   /** Resolves to the workers that answered every call of the run. */
-  inspect(workername?: string): Promise<ReadonlySet<string>> {
-    const key = workername ?? '';
+  inspect(workername?: string, methods: readonly InspectMethod[] = INSPECT_METHODS): Promise<ReadonlySet<string>> {
+    const key = `${workername ?? ''}\n${methods.join(',')}`;
     const runs = this.#running.get(key);
     if (!runs) {
-      const current = this.#inspectAll(workername).finally(() => this.#finished(key, current));
+      const current = this.#inspectAll(workername, methods).finally(() => this.#finished(key, current));
       this.#running.set(key, { current });
       return current;
     }
@@ -36,7 +71,7 @@ export class WorkerInspector {
       const next = runs.next as Promise<ReadonlySet<string>>;
       runs.current = next;
       runs.next = undefined;
-      return this.#inspectAll(workername).finally(() => this.#finished(key, next));
+      return this.#inspectAll(workername, methods).finally(() => this.#finished(key, next));
     });
     return runs.next;
   }
@@ -70,10 +105,10 @@ export class WorkerInspector {
     if (runs && runs.current === run && !runs.next) this.#running.delete(key);
   }
 
-  async #inspectAll(workername: string | undefined): Promise<ReadonlySet<string>> {
+  async #inspectAll(workername: string | undefined, methods: readonly InspectMethod[]): Promise<ReadonlySet<string>> {
     const answers = new Map<string, number>();
     await Promise.all(
-      INSPECT_METHODS.map(async (method) => {
+      methods.map(async (method) => {
         const replies = await this.#app.control.broadcast(method, {
           reply: true,
           timeout: this.#timeoutMs,
@@ -91,7 +126,7 @@ export class WorkerInspector {
       }),
     );
     this.#state.version++;
-    return new Set([...answers].filter(([, count]) => count === INSPECT_METHODS.length).map(([host]) => host));
+    return new Set([...answers].filter(([, count]) => count === methods.length).map(([host]) => host));
   }
 }
 

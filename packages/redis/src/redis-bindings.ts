@@ -22,6 +22,8 @@ export class RedisBindings {
   readonly #layout: KeyLayout;
   /** Exchange types seen, so a binding's member is written without a lookup each time. */
   readonly #types = new Map<string, ExchangeType>();
+  /** Per exchange: the binding-set read under way, and the one to follow it that calls made meanwhile share. */
+  readonly #reads = new Map<string, { current: Promise<string[]>; next?: Promise<string[]> }>();
 
   constructor(commands: () => RedisClient, layout: KeyLayout) {
     this.#commands = commands;
@@ -89,7 +91,7 @@ export class RedisBindings {
   }
 
   async listBindings(exchange: string): Promise<readonly BindingRecord[]> {
-    const members = await this.#commands().smembers(this.#layout.bindingKey(exchange));
+    const members = await this.#bindingMembers(exchange);
     const records: BindingRecord[] = [];
     for (const member of members) {
       const parsed = this.#layout.parseBindingMember(member);
@@ -97,6 +99,36 @@ export class RedisBindings {
       records.push({ queue: parsed.queue, routingKey: parsed.routingKey, arguments: bindingArguments(parsed.pattern) });
     }
     return records;
+  }
+
+  /**
+   * The members of an exchange's binding set. A call made while a read of that set is under way waits for one more
+   * read, sent when that one ends, and shares it with every call made meanwhile: each call sees a read sent after it
+   * was made (never a stale set), while a burst of publishes to one exchange (a worker's replies to a dashboard's
+   * inspect round) costs two SMEMBERS instead of one each.
+   */
+  #bindingMembers(exchange: string): Promise<string[]> {
+    const reads = this.#reads.get(exchange);
+    const read = (): Promise<string[]> => this.#commands().smembers(this.#layout.bindingKey(exchange));
+    if (!reads) {
+      const current = read().finally(() => this.#readDone(exchange, current));
+      this.#reads.set(exchange, { current });
+      return current;
+    }
+    reads.next ??= reads.current
+      .catch(() => undefined)
+      .then(() => {
+        const next = reads.next as Promise<string[]>;
+        reads.current = next;
+        reads.next = undefined;
+        return read().finally(() => this.#readDone(exchange, next));
+      });
+    return reads.next;
+  }
+
+  #readDone(exchange: string, read: Promise<string[]>): void {
+    const reads = this.#reads.get(exchange);
+    if (reads && reads.current === read && !reads.next) this.#reads.delete(exchange);
   }
 
   /**

@@ -5,6 +5,7 @@ import type { KeyLayout } from './key-layout';
 import { RESTORE_INFLIGHT, VISIBILITY_RESTORE, VISIBILITY_SCAN } from './lua-scripts';
 import { parseDocument, documentValue, member, writeDocument, type JsonNode } from '@kq/core';
 import { quarantineRecord } from './quarantine';
+import { randomUUID } from 'node:crypto';
 
 /** The shortest gap between two frequent sweeps that follow the leases. */
 const MIN_SWEEP_GAP_MS = 100;
@@ -17,6 +18,8 @@ const RETRY_UNSEEN_MS = 5000;
  * far beyond any live claim's two round trips, and beyond clock skew between hosts (the entry has the claimer's clock).
  */
 export const MIN_INFLIGHT_GRACE_MS = 60_000;
+/** Appended to a scope's `unacked` key: the fleet's sweep gate for those records (kq's own; Kombu never reads it). */
+const GATE_SUFFIX = '._kq.sweep_gate';
 
 export interface SweeperOptions {
   commands: RedisClient;
@@ -76,7 +79,10 @@ export class Sweeper {
    * What the last sweep that heard from every scope saw: ms until the first lease not yet run out runs out (undefined:
    * nothing held), and whether it left stale deliveries for a next call (its restore limit). Undefined once used.
    */
-  #seen: { nextExpiryMs: number | undefined; moreStale: boolean } | undefined;
+  #seen: { nextExpiryMs: number | undefined; moreStale: boolean; gateTaken?: boolean } | undefined;
+  /** This process's name on the sweep gate, and per scope when the gate it holds runs out (ms since the epoch). */
+  readonly #gateToken = randomUUID();
+  readonly #gateHeldUntil = new Map<string, number>();
 
   constructor(options: SweeperOptions) {
     this.#options = options;
@@ -91,7 +97,7 @@ export class Sweeper {
     if (this.#running) return;
     this.#running = true;
     const { leaseSweepIntervalMs, visibilitySweepIntervalMs, onError } = this.#options;
-    this.#visibilityTimer = setInterval(() => void this.sweepVisibility().catch(onError), visibilitySweepIntervalMs);
+    this.#visibilityTimer = setInterval(() => void this.#sweep(true, this.#gated).catch(onError), visibilitySweepIntervalMs);
     this.#visibilityTimer.unref();
     const first = this.sweepVisibility().catch(onError);
     if (this.#options.leaseSweepFollowsExpiry) {
@@ -124,11 +130,13 @@ export class Sweeper {
           : Math.min(seen.nextExpiryMs ?? Infinity, leaseSweepIntervalMs);
     const gap = Math.max(MIN_SWEEP_GAP_MS, until);
     clearTimeout(this.#leaseTimer);
+    // A sweep that found the gate taken waits a whole interval, no more: by then the holder's gate has run out.
+    const jitter = seen?.gateTaken ? 0 : gap * JITTER_SHARE * Math.random();
     this.#leaseTimer = setTimeout(() => {
-      void this.sweepLeases()
+      void this.#sweep(false, this.#gated)
         .catch(onError)
         .finally(() => this.#armLeaseSweep());
-    }, gap + gap * JITTER_SHARE * Math.random());
+    }, gap + jitter);
     this.#leaseTimer.unref();
   }
 
@@ -142,7 +150,7 @@ export class Sweeper {
 
   /** Restores every delivery whose lease ran out, without Kombu's mutex; resolves to how many. */
   sweepLeases(): Promise<number> {
-    this.#leaseRun ??= this.#sweep(false).finally(() => {
+    this.#leaseRun ??= this.#sweep(false, false).finally(() => {
       this.#leaseRun = undefined;
     });
     return this.#leaseRun;
@@ -150,16 +158,51 @@ export class Sweeper {
 
   /** Kombu's `restore_visible`; resolves to how many deliveries it restored (0 when another process holds the mutex). */
   sweepVisibility(): Promise<number> {
-    return this.#sweep(true);
+    return this.#sweep(true, false);
   }
 
-  async #sweep(withMutex: boolean): Promise<number> {
+  /**
+   * The timed sweeps pass a gate when they follow the leases: one process per interval sweeps, for the fleet (each
+   * sweep scans every lease, so one suffices). With a fixed `leaseSweepIntervalMs` (the fault suite's setting) every
+   * process sweeps, as before.
+   */
+  get #gated(): boolean {
+    return this.#options.leaseSweepFollowsExpiry === true;
+  }
+
+  /**
+   * Whether this process may sweep `scope` now: it holds the gate (set by it less than an interval ago), or takes it
+   * with a native `SET key token NX PX interval` (far cheaper for Redis than the scan script). A process whose gate
+   * ran out, or that died, leaves it to whoever asks next.
+   */
+  async #passGate(scope: string): Promise<boolean> {
+    const { commands, layout, leaseSweepIntervalMs } = this.#options;
+    const now = Date.now();
+    if ((this.#gateHeldUntil.get(scope) ?? 0) > now) return true;
+    const taken = await commands.set(layout.scopedKey('unacked', scope) + GATE_SUFFIX, this.#gateToken, 'PX', leaseSweepIntervalMs, 'NX');
+    if (taken !== 'OK') return false;
+    // A little short of the key's life, so this process never sweeps on a gate another one has taken since.
+    this.#gateHeldUntil.set(scope, now + leaseSweepIntervalMs * 0.9);
+    return true;
+  }
+
+  async #sweep(withMutex: boolean, gated: boolean): Promise<number> {
     let total = 0;
-    if (!withMutex && !this.#options.layout.cluster) total += await this.sweepInflight();
+    // Abandoned in-flight lists (native claims: never in the cluster layout) go back with the first scope's lease sweep.
+    let inflightSwept = withMutex || this.#options.layout.cluster;
     let nextExpiryMs: number | undefined;
     let moreStale = false;
     let heard = true;
+    let gateTaken = false;
     for (const scope of await this.#options.scopes()) {
+      if (gated && !(await this.#passGate(scope))) {
+        gateTaken = true; // another process sweeps these records this interval
+        continue;
+      }
+      if (!inflightSwept) {
+        inflightSwept = true;
+        total += await this.sweepInflight();
+      }
       const swept = await this.#sweepOf(scope, withMutex);
       total += swept.restored;
       if (!swept.seen) heard = false;
@@ -167,7 +210,7 @@ export class Sweeper {
       const next = swept.seen?.nextExpiryMs;
       if (next !== undefined) nextExpiryMs = Math.min(nextExpiryMs ?? Infinity, next);
     }
-    if (heard) this.#seen = { nextExpiryMs, moreStale };
+    if (heard) this.#seen = { nextExpiryMs, moreStale, gateTaken: gateTaken && nextExpiryMs === undefined && !moreStale };
     if (withMutex) this.counts.visibilityRestored += total;
     else this.counts.leaseRestored += total;
     return total;

@@ -80,6 +80,7 @@ export function registerFlowerControlRoutes(server: FastifyInstance, dashboard: 
         const queue = field(request, 'queue');
         if (!queue) return reply.code(400).send({ error: 'queue is required' });
         const result = outcome(await command(worker, method, { queue }), worker);
+        dashboard.inspector.queuesChanged();
         return result.ok !== undefined
           ? { message: result.ok }
           : reply.code(403).send(`Failed to ${what} '${queue}' consumer ${what === 'add' ? 'to' : 'from'} '${worker}' worker: ${result.error}`);
