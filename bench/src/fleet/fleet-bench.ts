@@ -12,6 +12,8 @@ import { runFleet, type FleetRunResult } from './fleet-run';
 import { PrivateRabbit, PrivateRedis, type FleetBroker } from './private-brokers';
 
 const { values } = parseArgs({
+  // pnpm passes the `--` of `pnpm bench:fleet -- --sizes 200` through; parseArgs would take what follows as positionals.
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
   options: {
     sizes: { type: 'string', default: '10,50,100,200' },
     'python-sizes': { type: 'string', default: '10,50' },
