@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { Queue, type Channel, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { RedisTransport } from '../src/index';
 import { DEFAULT_KEY_NAMES, KeyLayout, KOMBU_SEP } from '../src/key-layout';
 import { inflightMember, leaseScore, NativeClaimer, unackedRecord } from '../src/native-claim';
 import type { RedisClaim } from '../src/redis-claimer';
-import { cleanup, makeTransport, rawClient, uniquePrefix } from './helpers/redis-test-env';
+import { useRedisFixture } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
 
@@ -67,24 +67,16 @@ describe('native claims on a server without LMOVE (Redis before 6.2)', () => {
 });
 
 describe.skipIf(!up)('native claims on Kombu’s layout', () => {
-  const prefix = uniquePrefix('native');
+  const fixture = useRedisFixture('native');
+  const { prefix } = fixture;
   let redis: Redis;
   let transport: RedisTransport;
   let channel: Channel;
 
-  beforeAll(() => {
-    redis = rawClient();
-  });
-  afterAll(async () => {
-    await cleanup(redis, prefix);
-    redis.disconnect();
-  });
   beforeEach(async () => {
-    transport = makeTransport(prefix);
+    redis = fixture.redis;
+    transport = fixture.transport();
     channel = await transport.createChannel();
-  });
-  afterEach(async () => {
-    await transport.close();
   });
 
   it('scores exactly as the scripts’ lease_score, so renewals and settles of native claims compare equal', async () => {
