@@ -1,20 +1,12 @@
 import { Queue } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
-import { afterAll, describe, expect, it } from 'vitest';
-import { dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+import { describe, expect, it } from 'vitest';
+import { usePostgresFixture } from './postgres-test-env';
 
 const up = await brokerReachable('postgres');
 
 describe.skipIf(!up)('PostgreSQL LISTEN connection', () => {
-  const tables = uniqueTables('listen');
-  const transport = makeTransport(tables);
-  const admin = rawClient();
-
-  afterAll(async () => {
-    await transport.close().catch(() => undefined);
-    await dropTables(admin, tables);
-    await admin.end();
-  });
+  const { tables, transport, admin } = usePostgresFixture('listen');
 
   const listening = async (): Promise<number> => {
     const { rows } = await admin.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN ' || $1", [`${tables.messageTable}_kq_ready`]);

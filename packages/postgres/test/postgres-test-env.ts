@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { brokerUrls } from '@kq/test-harness';
 import pg from 'pg';
+import { afterAll } from 'vitest';
 import { PostgresTransport, type PostgresTransportOptions } from '../src/index';
 
 export const POSTGRES_URL = brokerUrls.postgres;
@@ -26,6 +27,22 @@ export async function dropTables(client: pg.Pool, tables: { queueTable: string; 
     `DROP TABLE IF EXISTS ${m}, ${tables.queueTable}, ${m}_kq_exchange, ${m}_kq_binding, ${m}_kq_schema CASCADE;
      DROP FUNCTION IF EXISTS ${m}_kq_notify(), ${m}_kq_notify_inserted() CASCADE`,
   );
+}
+
+/**
+ * A describe block's tables, one transport on them and an admin pool, all closed and dropped after the block: what
+ * a test of one store's behaviour needs. Call it inside the `describe`.
+ */
+export function usePostgresFixture(label: string): { tables: ReturnType<typeof uniqueTables>; transport: PostgresTransport; admin: pg.Pool } {
+  const tables = uniqueTables(label);
+  const transport = makeTransport(tables);
+  const admin = rawClient();
+  afterAll(async () => {
+    await transport.close().catch(() => undefined);
+    await dropTables(admin, tables);
+    await admin.end();
+  });
+  return { tables, transport, admin };
 }
 
 /**

@@ -1,22 +1,14 @@
 import { Queue } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { prepared } from '../src/prepared-statement';
-import { POSTGRES_URL, dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+import { POSTGRES_URL, usePostgresFixture } from './postgres-test-env';
 
 const up = await brokerReachable('postgres');
 
 describe.skipIf(!up)('PostgreSQL schema: what a message costs the table', () => {
-  const tables = uniqueTables('schema');
-  const transport = makeTransport(tables);
-  const admin = rawClient();
-
-  afterAll(async () => {
-    await transport.close().catch(() => undefined);
-    await dropTables(admin, tables);
-    await admin.end();
-  });
+  const { tables, transport, admin } = usePostgresFixture('schema');
 
   it('a claim adds entries to three indexes, not six: the key, Kombu’s timestamp order and the lease', async () => {
     const channel = await transport.createChannel();

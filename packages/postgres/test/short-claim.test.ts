@@ -1,20 +1,12 @@
 import { Queue } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
-import { afterAll, describe, expect, it } from 'vitest';
-import { dropTables, makeTransport, rawClient, uniqueTables } from './postgres-test-env';
+import { describe, expect, it } from 'vitest';
+import { usePostgresFixture } from './postgres-test-env';
 
 const up = await brokerReachable('postgres');
 
 describe.skipIf(!up)('PostgreSQL: a claim that came back short', () => {
-  const tables = uniqueTables('short');
-  const transport = makeTransport(tables);
-  const admin = rawClient();
-
-  afterAll(async () => {
-    await transport.close().catch(() => undefined);
-    await dropTables(admin, tables);
-    await admin.end();
-  });
+  const { tables, transport, admin } = usePostgresFixture('short');
 
   const publish = async (channel: Awaited<ReturnType<typeof transport.createChannel>>, body: string): Promise<void> => {
     await channel.publish('', 'short.q', { body: Buffer.from(body), contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, properties: {} });
