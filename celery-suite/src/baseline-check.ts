@@ -28,3 +28,14 @@ export function checkAgainstBaseline(kq: Readonly<Record<string, TestResult>>, r
   }
   return { passed, failed, notCounted, skipped };
 }
+
+/**
+ * The pytest `-k` expression that runs `tests` (node ids such as `t/integration/test_tasks.py::test_tasks::test_retry`
+ * or `…::test_x[param]`) again, within `keyword` when the first run had one. `-k` matches names, so a name that is
+ * part of another's runs that one too; only the results of `tests` are read.
+ */
+export function rerunKeyword(tests: readonly string[], keyword: string | undefined): string {
+  const names = [...new Set(tests.map((test) => (test.split('::').at(-1) ?? test).replace(/\[.*$/, '')))];
+  const only = names.join(' or ');
+  return keyword ? `(${keyword}) and (${only})` : only;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkAgainstBaseline } from '../src/baseline-check';
+import { checkAgainstBaseline, rerunKeyword } from '../src/baseline-check';
 import type { PairResults } from '../src/suite-report';
 
 const passed = { outcome: 'passed', message: '' } as const;
@@ -22,5 +22,11 @@ describe("CI's kq-only check against the recorded Python run", () => {
 
   it('without a recorded run nothing kq fails is counted against it', () => {
     expect(checkAgainstBaseline({ a: failed }, undefined).failed).toEqual([]);
+  });
+
+  it('reruns failures by their test names, parameters dropped, within the first run’s -k', () => {
+    const tests = ['t/integration/test_tasks.py::test_tasks::test_retry', 't/integration/test_canvas.py::test_chord::test_x[a]', 't/integration/test_canvas.py::test_chord::test_x[b]'];
+    expect(rerunKeyword(tests, undefined)).toBe('test_retry or test_x');
+    expect(rerunKeyword(tests.slice(0, 1), 'not test_wrong_arguments')).toBe('(not test_wrong_arguments) and (test_retry)');
   });
 });
