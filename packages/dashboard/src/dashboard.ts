@@ -36,14 +36,15 @@ export interface DashboardOptions {
   inspectTimeoutMs?: number;
   /**
    * How often workers are inspected again, ms (default 30 000): what changes while a worker runs (`stats`, `active`,
-   * `reserved`, `scheduled`, `revoked`). A worker is also inspected in full when it comes online, and
+   * `reserved`, `scheduled`, `revoked`), asked only of the workers whose heartbeats or events moved since they last
+   * answered (or that the dashboard sent a command). A worker is also inspected in full when it comes online, and
    * `/api/workers?refresh=1` asks everything at once.
    */
   inspectIntervalMs?: number;
   /**
-   * How often what does not change during a worker's life (`registered`, `conf`) and its queues (`active_queues`,
-   * also asked after the dashboard adds or cancels a consumer) are asked again, ms (default 300 000; rounded to a
-   * whole number of `inspectIntervalMs`).
+   * How often every worker is asked everything, ms (default 300 000; rounded to a whole number of
+   * `inspectIntervalMs`): what does not change during a worker's life (`registered`, `conf`), its queues
+   * (`active_queues`, also asked after the dashboard adds or cancels a consumer), and idle workers' `stats` clocks.
    */
   inspectSteadyIntervalMs?: number;
   /** How often queue lengths are sampled, ms (default 5000). */

@@ -20,9 +20,13 @@ export interface WorkerInspectorOptions {
 }
 
 /**
- * Asks the workers (all, or one) what Flower's inspector asks and keeps the answers in the fleet state: one broadcast
+ * Asks the workers (all, or some) what Flower's inspector asks and keeps the answers in the fleet state: one broadcast
  * per method, in parallel, each waiting `timeoutMs` for replies. A call made while a run for the same target is under
  * way waits for one more run after it (whose answers are at least as new as the call); calls made meanwhile share it.
+ *
+ * Between full rounds a round asks only the workers whose state moved since they last answered, as their events show
+ * it (`workerSignature`): an idle worker's answers cannot have changed but for its clocks (`stats`' uptime and
+ * rusage, refreshed by the full rounds), so an idle fleet's round costs no broadcast and no reply.
  */
 export class WorkerInspector {
   readonly #app: App;
@@ -30,6 +34,8 @@ export class WorkerInspector {
   readonly #timeoutMs: number;
   readonly #running = new Map<string, { current: Promise<ReadonlySet<string>>; next?: Promise<ReadonlySet<string>> }>();
   readonly #fullRoundEvery: number;
+  /** The `workerSignature` each worker had when it was last asked and answered every call. */
+  readonly #answered = new Map<string, string>();
   #rounds = 0;
   #queuesChanged = false;
   #closed = false;
@@ -50,7 +56,16 @@ export class WorkerInspector {
     this.#rounds++;
     const methods: readonly InspectMethod[] = full ? INSPECT_METHODS : this.#queuesChanged ? [...CHANGING_METHODS, 'active_queues'] : CHANGING_METHODS;
     this.#queuesChanged = false;
-    return this.inspect(undefined, methods);
+    if (full) {
+      // Forget the workers the state no longer holds, so the map does not grow with every hostname ever seen.
+      for (const host of this.#answered.keys()) if (!this.#state.cluster.workers.has(host)) this.#answered.delete(host);
+      return this.#inspect(undefined, methods);
+    }
+    const alive = this.#state.cluster.aliveWorkers().map((worker) => worker.hostname);
+    const moved = alive.filter((host) => this.#answered.get(host) !== workerSignature(this.#state, host));
+    if (moved.length === 0) return Promise.resolve(new Set());
+    // Everyone moved: one broadcast without a destination list (shorter, and a worker not yet seen answers too).
+    return this.#inspect(moved.length === alive.length ? undefined : moved, methods);
   }
 
   /** A worker's queues changed (the dashboard sent `add_consumer` or `cancel_consumer`): the next round asks them. */
@@ -58,12 +73,25 @@ export class WorkerInspector {
     this.#queuesChanged = true;
   }
 
+  /**
+   * The dashboard changed a worker's state in a way its events may not show (a pool or consumer command to it, or a
+   * revoke to all when no hostname is given): the next round asks it again.
+   */
+  changed(hostname?: string): void {
+    if (hostname === undefined) this.#answered.clear();
+    else this.#answered.delete(hostname);
+  }
+
   /** Resolves to the workers that answered every call of the run. */
   inspect(workername?: string, methods: readonly InspectMethod[] = INSPECT_METHODS): Promise<ReadonlySet<string>> {
-    const key = `${workername ?? ''}\n${methods.join(',')}`;
+    return this.#inspect(workername === undefined ? undefined : [workername], methods);
+  }
+
+  #inspect(destination: readonly string[] | undefined, methods: readonly InspectMethod[]): Promise<ReadonlySet<string>> {
+    const key = `${destination?.join(',') ?? ''}\n${methods.join(',')}`;
     const runs = this.#running.get(key);
     if (!runs) {
-      const current = this.#inspectAll(workername, methods).finally(() => this.#finished(key, current));
+      const current = this.#inspectAll(destination, methods).finally(() => this.#finished(key, current));
       this.#running.set(key, { current });
       return current;
     }
@@ -71,7 +99,7 @@ export class WorkerInspector {
       const next = runs.next as Promise<ReadonlySet<string>>;
       runs.current = next;
       runs.next = undefined;
-      return this.#inspectAll(workername, methods).finally(() => this.#finished(key, next));
+      return this.#inspectAll(destination, methods).finally(() => this.#finished(key, next));
     });
     return runs.next;
   }
@@ -105,14 +133,16 @@ export class WorkerInspector {
     if (runs && runs.current === run && !runs.next) this.#running.delete(key);
   }
 
-  async #inspectAll(workername: string | undefined, methods: readonly InspectMethod[]): Promise<ReadonlySet<string>> {
+  async #inspectAll(destination: readonly string[] | undefined, methods: readonly InspectMethod[]): Promise<ReadonlySet<string>> {
+    // Taken before asking: an event that arrives while the replies come in makes the next round ask again.
+    const asked = new Map([...(destination ?? this.#state.cluster.workers.keys())].map((host) => [host, workerSignature(this.#state, host)]));
     const answers = new Map<string, number>();
     await Promise.all(
       methods.map(async (method) => {
         const replies = await this.#app.control.broadcast(method, {
           reply: true,
           timeout: this.#timeoutMs,
-          ...(workername ? { destination: [workername] } : {}),
+          ...(destination ? { destination: [...destination] } : {}),
         });
         for (const reply of replies) {
           for (const [host, value] of Object.entries(reply)) {
@@ -126,8 +156,27 @@ export class WorkerInspector {
       }),
     );
     this.#state.version++;
-    return new Set([...answers].filter(([, count]) => count === methods.length).map(([host]) => host));
+    const complete = new Set([...answers].filter(([, count]) => count === methods.length).map(([host]) => host));
+    // A worker the state did not know when asked is asked again by the next round (its signature then is unknown).
+    for (const host of complete) {
+      const signature = asked.get(host);
+      if (signature !== undefined) this.#answered.set(host, signature);
+    }
+    return complete;
   }
+}
+
+/**
+ * What the dashboard sees of a worker's state without asking it: its heartbeats' `active` and `processed` (Celery's
+ * heartbeat fields, kq and Python workers alike) and how many events other than heartbeats it sent (a task received,
+ * started, finished or revoked; the worker coming online again). Equal signatures: nothing the inspect calls between
+ * full rounds report has changed, but for the clocks in `stats`.
+ */
+export function workerSignature(state: FleetState, hostname: string): string {
+  const worker = state.cluster.workers.get(hostname);
+  let events = 0;
+  for (const [type, count] of state.counter.get(hostname) ?? []) if (type !== 'worker-heartbeat') events += count;
+  return `${worker?.active ?? '-'}/${worker?.processed ?? '-'}/${events}`;
 }
 
 /**

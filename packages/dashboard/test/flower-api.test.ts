@@ -88,11 +88,12 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
 
   /**
    * A dashboard and an app on a namespace of their own (the suite's dashboard must not see these workers), the
-   * dashboard's start-up round over and its periodic one an hour away: only a worker-online event can make it inspect.
+   * dashboard's start-up round over and its periodic one an hour away (a full one ten hours): only a worker-online event
+   * can make it inspect.
    */
   const newcomerSetup = async (name: string): Promise<{ space: string; watching: Dashboard; base: string; workerApp: App; close: () => Promise<void> }> => {
     const space = `${ns}-${name}`;
-    const watching = new Dashboard({ app: new App(`dash-${name}`, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 1000, inspectIntervalMs: 3_600_000 });
+    const watching = new Dashboard({ app: new App(`dash-${name}`, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` }), port: 0, logger: quiet, inspectTimeoutMs: 1000, inspectIntervalMs: 3_600_000, inspectSteadyIntervalMs: 36_000_000 });
     const base = await watching.start();
     await watching.inspector.inspect(); // a worker starting during the start-up round could answer that one
     const workerApp = new App(name, { broker: REDIS, controlExchange: space, eventExchange: `${space}.ev` });
@@ -121,6 +122,40 @@ describe.skipIf(!redisUp)("Flower's API on a kq fleet on Redis", () => {
       expect((info['active_queues'] as Array<{ name: string }>).map((q) => q.name)).toEqual([`${space}.q`]);
     } finally {
       await late.stop();
+      await close();
+    }
+  });
+
+  it('a round between full ones asks no idle worker, and asks one whose heartbeats show it ran a task: /api/workers shows the task', async () => {
+    const { space, watching, base, workerApp, close } = await newcomerSetup('idle');
+    const host = `idle@${ns}`;
+    // No task events: a Python worker without -E shows its work only in its heartbeats' `processed` and `active`.
+    const idle = workerApp.worker({ queues: [`${space}.q`], hostname: host, logger: quiet, cluster: { taskEvents: false, heartbeatInterval: 0.5, mingle: false, gossip: false } });
+    const asked: Array<{ method: string; destination: readonly string[] | null | undefined }> = [];
+    const broadcast = watching.app.control.broadcast.bind(watching.app.control);
+    watching.app.control.broadcast = ((method: string, options?: Parameters<typeof broadcast>[1]) => {
+      asked.push({ method, destination: options?.destination });
+      return broadcast(method, options);
+    }) as typeof watching.app.control.broadcast;
+    try {
+      await idle.start();
+      await listed(base, host);
+      const lastHeartbeat = (): number => watching.state.cluster.workers.get(host)?.heartbeats.at(-1) ?? 0;
+      const seen = lastHeartbeat();
+      await waitFor('a heartbeat after the newcomer was inspected', () => lastHeartbeat() > seen);
+      asked.length = 0;
+      await watching.inspector.round();
+      expect(asked).toEqual([]);
+
+      await workerApp.sendTaskMessage('dash.add', [2, 3], { queue: `${space}.q` });
+      await waitFor('a heartbeat counting the task', () => watching.state.cluster.workers.get(host)?.processed === 1);
+      await watching.inspector.round();
+      expect(asked.length).toBeGreaterThan(0);
+      expect(asked.every((call) => !call.destination || call.destination.join() === host)).toBe(true);
+      const body = (await (await fetch(`${base}/api/workers`)).json()) as Record<string, { stats?: { total?: Record<string, number> } }>;
+      expect(body[host]?.stats?.total).toEqual({ 'dash.add': 1 });
+    } finally {
+      await idle.stop();
       await close();
     }
   });

@@ -12,8 +12,15 @@ type WorkerRequest = FastifyRequest<{ Params: { worker: string } }>;
  */
 export function registerFlowerControlRoutes(server: FastifyInstance, dashboard: DashboardView): void {
   const known = (name: string): boolean => dashboard.state.inspected.has(name) || dashboard.state.cluster.workers.has(name);
-  const command = async (worker: string, method: string, args: Record<string, unknown> = {}): Promise<MailboxReply[]> =>
-    dashboard.app.control.broadcast(method, { arguments: args, reply: true, timeout: 1000, destination: [worker] });
+  // What a command changes (pool size, limits, queues) no event reports: the next inspect round asks the worker again.
+  const command = async (worker: string, method: string, args: Record<string, unknown> = {}): Promise<MailboxReply[]> => {
+    dashboard.inspector.changed(worker);
+    try {
+      return await dashboard.app.control.broadcast(method, { arguments: args, reply: true, timeout: 1000, destination: [worker] });
+    } finally {
+      dashboard.inspector.changed(worker);
+    }
+  };
   /** The worker's `{ok: …}` text, or undefined with the reply's `error` when it refused. */
   const outcome = (replies: MailboxReply[], worker: string): { ok?: string; error: string } => {
     const value = replies.map((reply) => reply[worker]).find((entry) => entry !== undefined) as { ok?: unknown; error?: unknown } | undefined;
@@ -92,11 +99,14 @@ export function registerFlowerControlRoutes(server: FastifyInstance, dashboard: 
     const terminate = booleanField(request, 'terminate');
     const signal = field(request, 'signal') ?? 'SIGTERM';
     await dashboard.app.control.revoke(request.params.id, { terminate, signal });
+    // Every worker's `revoked` list grew, which no event reports.
+    dashboard.inspector.changed();
     return { message: `Revoked '${request.params.id}'` };
   });
   // kq has no AbortableTask: an abort is a revoke that asks running code to stop through its signal (terminate).
   server.post<{ Params: { id: string } }>('/api/task/abort/:id', async (request) => {
     await dashboard.app.control.revoke(request.params.id, { terminate: true, signal: 'SIGTERM' });
+    dashboard.inspector.changed();
     return { message: `Aborted '${request.params.id}'` };
   });
   server.post<{ Params: { name: string } }>('/api/task/timeout/:name', async (request, reply) => {
