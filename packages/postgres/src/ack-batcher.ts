@@ -25,7 +25,7 @@ export class AckBatcher {
   readonly #onDeleted: (rows: number) => void;
 
   /**
-   * `connections`: the pool's size — with every connection waiting for a commit, acks queue here and go out as one
+   * `connections`: the pool's size — with every connection busy, acks queue here and go out as one
    * batch when one returns, not as one queued statement per event-loop turn. `onDeleted`: how many rows each batch
    * deleted (the store vacuums after enough).
    */

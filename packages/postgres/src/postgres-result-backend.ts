@@ -86,7 +86,24 @@ export class PostgresResultBackend implements ResultBackend {
     const ready = isReadyState(meta.status);
     // `task id` or `task id \n result`; a task id with a newline in it (Celery never makes one) is sent alone.
     const carried = ready && !meta.task_id.includes('\n') && Buffer.byteLength(json) <= NOTIFIED_META_BYTES;
-    await this.#pool.query(
+    // A result small enough to travel in its notification is sent to waiters in a transaction of its own, which
+    // writes nothing and so does not wait for the disk: a notification sent in the row's transaction is delivered
+    // only after that commit's WAL flush (it must wait for it: a crash must not lose the result of a task that is
+    // then acked), one disk flush more in every round trip. Sent first, so it leaves before the row. `store()` still
+    // resolves once the row is durable, so the task is acked after that, as before; if the row is lost in a crash
+    // first, the task is not acked and runs again (at least once), and the waiter merely saw its result one run
+    // early. Not sent over a stored SUCCESS unless this is one too (Celery's rule, as the upsert's WHERE). The row's
+    // commit still notifies, with the task id alone: a waiter whose first look ran after the early notification and
+    // before the commit would otherwise miss both, and reads the row when woken.
+    const notified = carried
+      ? this.#pool.query(
+          prepared(
+            `SELECT pg_notify($1, $2) WHERE $3 OR NOT EXISTS (SELECT 1 FROM ${this.table} WHERE task_id = $4 AND status = 'SUCCESS')`,
+            [this.#channel, `${meta.task_id}\n${json}`, meta.status === 'SUCCESS', meta.task_id],
+          ),
+        )
+      : undefined;
+    const stored = this.#pool.query(
       prepared(
         `WITH stored AS (
            INSERT INTO ${this.table} (task_id, status, meta, expires_at)
@@ -94,10 +111,11 @@ export class PostgresResultBackend implements ResultBackend {
            ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, meta = EXCLUDED.meta, expires_at = EXCLUDED.expires_at
            WHERE ${this.table}.status <> 'SUCCESS' OR EXCLUDED.status = 'SUCCESS'
            RETURNING task_id)
-         SELECT pg_notify($5, $7) FROM stored WHERE $6`,
-        [meta.task_id, meta.status, json, expiresMs, this.#channel, ready, carried ? `${meta.task_id}\n${json}` : meta.task_id],
+         SELECT pg_notify($5, $1) FROM stored WHERE $6`,
+        [meta.task_id, meta.status, json, expiresMs, this.#channel, ready],
       ),
     );
+    await Promise.all([stored, notified]);
     if (Date.now() - this.#lastExpirySweep > EXPIRY_SWEEP_MS) {
       this.#lastExpirySweep = Date.now();
       void this.#pool.query(`DELETE FROM ${this.table} WHERE expires_at < now()`).catch(() => undefined);

@@ -27,7 +27,7 @@ import { migrate, tableNames, type TableNames } from './schema';
 import { GENERIC_PLANS, withSessionSettings } from './session-settings';
 import { TableVacuum } from './table-vacuum';
 
-/** Connections that send acks, so batches go out while earlier ones still wait for their commit. */
+/** Connections that send acks, so a batch goes out while the previous one is still being answered. */
 const ACK_CONNECTIONS = 3;
 /** Connections for claims and lease upkeep (renewals, sweeps, promotions), whose commits need not wait for the disk. */
 const CLAIM_CONNECTIONS = 2;
@@ -35,8 +35,8 @@ const CLAIM_CONNECTIONS = 2;
  * Claims and lease upkeep commit without waiting for their WAL to reach the disk (`synchronous_commit = off`): one
  * lost in a crash leaves its rows as they were before it — ready, or held under a lease that runs out — so the
  * message is delivered again, as it would be anyway after a crash (a server that crashed has dropped every
- * consumer's connection, and their acks are refused). A round trip then waits for two disk flushes, the publish and
- * the result, not three. Publishes, acks, restores and results still wait for theirs.
+ * consumer's connection, and their acks are refused). Acks do not wait either (see {@link ackPoolConfig}); publishes,
+ * restores and results do.
  *
  * Bitmap and sequential scans are off for these sessions: every statement they run has an index made for it, and
  * a planner whose statistics are stale (a table filled since its last ANALYZE, autovacuum off) otherwise reads the
@@ -49,6 +49,23 @@ export function claimPoolConfig(connectionString: string): pg.PoolConfig {
     max: CLAIM_CONNECTIONS,
     min: CLAIM_CONNECTIONS,
     application_name: 'kq claims',
+  };
+}
+
+/**
+ * Acks commit without waiting for their WAL to reach the disk, as claims do: an ack lost in a crash leaves its row
+ * held under the lease its claim took, which runs out, and the sweep returns the message to its queue, so it is
+ * delivered again — at least once, as after a crash between a task's end and its ack. The WAL is written in order,
+ * so a lost ack never leaves a later commit standing, and what was committed durably before it (the task's result,
+ * whose store resolves only once it is on disk, before the ack is sent) stays. A worker then never waits for the
+ * disk to settle a task (without results, never at all), and acks no longer queue for WAL flushes beside publishes.
+ */
+export function ackPoolConfig(connectionString: string): pg.PoolConfig {
+  return {
+    connectionString: withSessionSettings(connectionString, { ...GENERIC_PLANS, synchronous_commit: 'off' }),
+    max: ACK_CONNECTIONS,
+    min: ACK_CONNECTIONS,
+    application_name: 'kq acks',
   };
 }
 
@@ -76,8 +93,8 @@ export class PostgresStore implements VirtualStore {
   readonly #options: ResolvedPostgresOptions;
   #pool: pg.Pool | undefined;
   /**
-   * The acks' own connections: an ack never waits behind claims and lease renewals, nor behind the previous batch's
-   * commit (each waits for its WAL flush) — the time from a task's end to its ack being sent is the window in which a
+   * The acks' own connections: an ack never waits behind claims and lease renewals, nor behind the previous batch
+   * — the time from a task's end to its ack being sent is the window in which a
    * crash runs a finished task again.
    */
   #ackPool: pg.Pool | undefined;
@@ -111,7 +128,7 @@ export class PostgresStore implements VirtualStore {
     // made — a crash in that window would run finished tasks again.
     const connectionString = withSessionSettings(this.#options.connectionString, GENERIC_PLANS);
     const pool = new pg.Pool({ connectionString, max: this.#options.poolSize, min: this.#options.poolSize });
-    const ackPool = new pg.Pool({ connectionString, max: ACK_CONNECTIONS, min: ACK_CONNECTIONS });
+    const ackPool = new pg.Pool(ackPoolConfig(this.#options.connectionString));
     const claimPool = new pg.Pool(claimPoolConfig(this.#options.connectionString));
     // An idle pooled connection the server dropped must not crash the process; the next query reconnects.
     for (const each of [pool, ackPool, claimPool]) each.on('error', (error) => this.#options.logger.warn(`kq postgres: idle connection lost: ${error.message}`));

@@ -1,7 +1,7 @@
 import { brokerReachable } from '@kq/test-harness';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { claimPoolConfig } from '../src/postgres-store';
+import { ackPoolConfig, claimPoolConfig } from '../src/postgres-store';
 import { withSessionSettings } from '../src/session-settings';
 import { POSTGRES_URL } from './postgres-test-env';
 
@@ -16,6 +16,18 @@ describe.skipIf(!up)('PostgreSQL claims', () => {
                 current_setting('enable_seqscan') AS seq, current_setting('application_name') AS name`,
       );
       expect(rows[0]).toEqual({ sync: 'off', bitmap: 'off', seq: 'off', name: 'kq claims' });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('acks commit without waiting for the disk either: a lost ack leaves its row leased, and the message is delivered again', async () => {
+    const pool = new pg.Pool(ackPoolConfig(POSTGRES_URL));
+    try {
+      const { rows } = await pool.query<Record<string, string>>(
+        `SELECT current_setting('synchronous_commit') AS sync, current_setting('plan_cache_mode') AS plans, current_setting('application_name') AS name`,
+      );
+      expect(rows[0]).toEqual({ sync: 'off', plans: 'force_generic_plan', name: 'kq acks' });
     } finally {
       await pool.end();
     }

@@ -108,6 +108,37 @@ describe.skipIf(!up)('PostgreSQL result backend', () => {
     }
   });
 
+  it('tells a waiter a carried result without waiting for the stored row to commit, and resolves store() only once it has', async () => {
+    const waiting = backend();
+    const storing = backend();
+    const blocker = rawClient();
+    const locked = await blocker.connect();
+    try {
+      const warm = randomUUID();
+      const warmed = waiting.waitFor(warm, { timeoutMs: 10_000 });
+      await storing.store(meta(warm, 'SUCCESS', 0));
+      await warmed;
+      const id = randomUUID();
+      const pending = waiting.waitFor(id, { timeoutMs: 10_000 });
+      // An uncommitted row with the same key: the store's upsert waits for this transaction, as a commit waits for
+      // its WAL flush; the waiter must not wait with it.
+      await locked.query('BEGIN');
+      await locked.query(`INSERT INTO ${table} (task_id, status, meta) VALUES ($1, 'STARTED', '{}')`, [id]);
+      let stored = false;
+      const storingDone = storing.store(meta(id, 'SUCCESS', 'early')).then(() => {
+        stored = true;
+      });
+      expect((await pending).result).toBe('early');
+      expect(stored).toBe(false);
+      await locked.query('ROLLBACK');
+      await storingDone;
+      expect(await storing.get(id)).toMatchObject({ status: 'SUCCESS', result: 'early' });
+    } finally {
+      locked.release();
+      await blocker.end();
+    }
+  });
+
   it('never overwrites a SUCCESS with a later non-success state (Celery rule)', async () => {
     const results = backend();
     const id = randomUUID();
