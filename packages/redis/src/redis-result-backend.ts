@@ -84,6 +84,13 @@ export class RedisResultBackend implements ResultBackend {
   readonly #subscriptions = new Map<string, Subscription>();
   /** Subscriptions held by `onTaskCall`, oldest first. */
   readonly #early = new Set<Subscription>();
+  /**
+   * Ready results pushed to an early subscription before anyone waited (by task id, oldest first, at most
+   * `maxEarlySubscriptions`): the first `waitFor` takes it, as Celery's client keeps such messages for the result
+   * that asks later. Without it, a result that beats the caller's `get()` (the publish's reply was slow to come back)
+   * costs a SUBSCRIBE and a GET more.
+   */
+  readonly #arrived = new Map<string, ResultMeta>();
   /** Channels released since the last UNSUBSCRIBE (see UNSUBSCRIBE_DELAY_MS). */
   readonly #released = new Set<string>();
   #unsubscribeTimer: NodeJS.Timeout | undefined;
@@ -166,6 +173,11 @@ export class RedisResultBackend implements ResultBackend {
 
   waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
     if (this.#closed) return Promise.reject(closedError());
+    const arrived = this.#arrived.get(taskId);
+    if (arrived !== undefined && !options.signal?.aborted) {
+      this.#arrived.delete(taskId);
+      return Promise.resolve(arrived);
+    }
     const subscription = this.#subscribe(taskId);
     return waitForResultMeta(
       taskId,
@@ -181,7 +193,8 @@ export class RedisResultBackend implements ResultBackend {
       // after it is pushed. No polling.
       (waiter) => {
         subscription.subscribed
-          .then(() => this.get(taskId))
+          // Not when the push came first (it can ride in with the SUBSCRIBE's own reply): nothing left to read.
+          .then(() => (subscription.waiters.has(waiter) ? this.get(taskId) : null))
           .then(
             (meta) => {
               if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
@@ -197,6 +210,7 @@ export class RedisResultBackend implements ResultBackend {
     this.#assertOpen();
     const subscription = this.#subscriptions.get(this.keyFor(taskId));
     if (subscription) this.#dropEarly(subscription);
+    this.#arrived.delete(taskId);
     await this.#client.del(this.keyFor(taskId));
   }
 
@@ -209,6 +223,7 @@ export class RedisResultBackend implements ResultBackend {
     }
     this.#subscriptions.clear();
     this.#early.clear();
+    this.#arrived.clear();
     this.#released.clear();
     if (this.#unsubscribeTimer) clearTimeout(this.#unsubscribeTimer);
     await Promise.all([disconnect(this.#client), this.#subscriber ? disconnect(this.#subscriber) : undefined]);
@@ -335,9 +350,16 @@ export class RedisResultBackend implements ResultBackend {
 
   /** A ready result for a subscription: every waiter gets it and the channel is unsubscribed, as Celery does. */
   #deliver(subscription: Subscription, meta: ResultMeta): void {
+    if (subscription.waiters.size === 0 && subscription.early) this.#keepArrived(subscription.taskId, meta);
     for (const waiter of [...subscription.waiters]) waiter.resolve(meta);
     this.#dropEarly(subscription);
     this.#release(subscription);
+  }
+
+  #keepArrived(taskId: string, meta: ResultMeta): void {
+    this.#arrived.delete(taskId);
+    this.#arrived.set(taskId, meta);
+    if (this.#arrived.size > this.#maxEarly) this.#arrived.delete(this.#arrived.keys().next().value as string);
   }
 
   #onMessage(channel: string, message: string): void {
