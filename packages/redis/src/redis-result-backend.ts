@@ -38,6 +38,11 @@ const MGET_CHUNK = 500;
  */
 const UNSUBSCRIBE_DELAY_MS = 20;
 const UNSUBSCRIBE_BATCH = 256;
+/**
+ * How long a waiter on a task subscribed to before it was sent waits for the push before reading the key (see
+ * `waitFor`); at most half the waiter's timeout.
+ */
+const EARLY_READ_DELAY_MS = 100;
 /** Reconnects to one cluster node (200 ms apart) before the subscriber moves to another node. */
 const SUBSCRIBER_NODE_RETRIES = 3;
 
@@ -190,17 +195,30 @@ export class RedisResultBackend implements ResultBackend {
         };
       },
       // Subscribed first, then read: a result stored before the SUBSCRIBE took effect is seen by the GET, one stored
-      // after it is pushed. No polling.
+      // after it is pushed. No polling. Not read when the push came first (it can ride in with the SUBSCRIBE's own
+      // reply): nothing left to read. For a task subscribed to before it was sent (onTaskCall), the result is pushed
+      // after the SUBSCRIBE, so the read is only a safety net (a SUBSCRIBE overtaken on the network by the task's
+      // publish and its result, or a task id sent again after its SUCCESS was stored, which is not published again):
+      // it waits EARLY_READ_DELAY_MS, and a push that settles the waiter first spares it, a write and a reply.
       (waiter) => {
-        subscription.subscribed
-          // Not when the push came first (it can ride in with the SUBSCRIBE's own reply): nothing left to read.
-          .then(() => (subscription.waiters.has(waiter) ? this.get(taskId) : null))
-          .then(
+        const early = subscription.early;
+        const read = (): void => {
+          if (!subscription.waiters.has(waiter)) return;
+          this.get(taskId).then(
             (meta) => {
               if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
             },
             (error: unknown) => waiter.reject(error),
           );
+        };
+        subscription.subscribed.then(
+          () => {
+            if (!early) return read();
+            const delay = Math.min(EARLY_READ_DELAY_MS, (options.timeoutMs ?? Infinity) / 2);
+            if (subscription.waiters.has(waiter)) setTimeout(read, delay).unref();
+          },
+          (error: unknown) => waiter.reject(error),
+        );
       },
     );
   }

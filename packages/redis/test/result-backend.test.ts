@@ -307,6 +307,37 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     expect([...sent.values()].sort()).toEqual(['get', 'subscribe']);
   });
 
+  it('sends no GET for a task subscribed to before it was sent whose result is pushed', async () => {
+    const backend = open();
+    const id = taskId();
+    const key = backend.keyFor(id);
+    await backend.onTaskCall(id);
+    await waitFor(async () => (await numsub(redis, key)) === 1, 5000, 'the early subscription');
+    const gets = new Set<object>();
+    const original = Redis.prototype.sendCommand;
+    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const [command] = args;
+      if (command.name === 'get' && command.args[0] === key) gets.add(command);
+      return original.apply(this, args);
+    });
+    const result = backend.waitFor(id, { timeoutMs: 10_000 });
+    await open().store(meta(id, { result: 'pushed' }));
+    await expect(result).resolves.toMatchObject({ result: 'pushed' });
+    // Past the delayed read: it was never sent.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(gets.size).toBe(0);
+  });
+
+  it('still reads the key for a task subscribed to before it was sent when no push comes (its SUCCESS was stored before)', async () => {
+    const backend = open();
+    for (const timeoutMs of [10_000, 150]) {
+      const id = taskId();
+      await backend.store(meta(id, { result: 'stored before' }));
+      await backend.onTaskCall(id);
+      await expect(backend.waitFor(id, { timeoutMs })).resolves.toMatchObject({ result: 'stored before' });
+    }
+  });
+
   it('sends no GET when the result was pushed before its SUBSCRIBE was confirmed', async () => {
     const backend = open();
     const storing = open();
