@@ -60,7 +60,7 @@ interface Subscription {
  * Celery's Redis result backend, key for key (docs/wire.md#on-redis): results live at `celery-task-meta-<id>` as
  * Celery's JSON, a store is `GET` (a stored SUCCESS is never overwritten) then `MULTI SETEX+PUBLISH EXEC` on the key's
  * name, and waiters are woken by that PUBLISH — one subscriber connection multiplexes every task being waited for, and
- * a `GET` after each SUBSCRIBE closes the race with a result stored just before. Python Celery clients and workers read
+ * a `GET` after each SUBSCRIBE closes the race with a result stored just before (see `waitFor`). Python Celery clients and workers read
  * and write the same keys.
  */
 export class RedisResultBackend implements ResultBackend {
