@@ -60,6 +60,8 @@ export interface PoppedEnvelope {
   raw: string;
   /** Handed out already: its claim is not made again, only its tag and score are reported. */
   handedOut?: boolean;
+  /** The envelope decoded already (to hand it out): not decoded a second time. */
+  message?: StoredMessage;
 }
 
 /** What recording a popped message gave: its claim (unless handed out), its tag and score, and whether more waits. */
@@ -235,12 +237,14 @@ export class NativeClaimer {
       this.#clockOffsetUs = Number(seconds) * 1_000_000 + Number(micros) - Date.now() * 1000;
     }
     const score = leaseScore(host.leaseUs, host.visibilityUs, Date.now() * 1000 + this.#clockOffsetUs);
-    let message: StoredMessage | undefined;
+    let message: StoredMessage | undefined = popped.message;
     let reason = '';
-    try {
-      message = decodeEnvelope(popped.raw, { queue: popped.queue });
-    } catch (error) {
-      reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+    if (!message) {
+      try {
+        message = decodeEnvelope(popped.raw, { queue: popped.queue });
+      } catch (error) {
+        reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+      }
     }
     const acks = host.takeAcks();
     const tx = commands.pipeline();

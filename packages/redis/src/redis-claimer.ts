@@ -17,6 +17,8 @@ interface PoppedMessage {
   raw: string;
   /** Handed out already (see `#takePoppedEarly`): the script records it and does not send it back. */
   handedOut?: boolean;
+  /** Its envelope, decoded already to hand it out (a native record then does not decode it again). */
+  message?: StoredMessage;
 }
 
 /** What a claim script call took: the claims it sends back, and the tag a handed-out popped message got. */
@@ -314,17 +316,18 @@ export class RedisClaimer {
     popped: PoppedMessage,
     onEarlyClaims: (claims: Claim[]) => void,
   ): Promise<ClaimReply> {
-    const recording = this.#recordPopped(queues, max, false, { ...popped, handedOut: true });
     let message: StoredMessage;
     try {
       message = decodeEnvelope(popped.raw, { queue: popped.queue });
     } catch (error) {
       // Unreadable: once recorded it is quarantined like any unreadable claim (the script quarantines what it cannot
       // read itself).
-      const reply = await recording;
+      const reply = await this.#recordPopped(queues, max, false, { ...popped, handedOut: true });
       if (reply.poppedTag !== undefined) await this.#quarantineClaim(popped.queue, popped.step, popped.raw, reply.poppedTag, reply.score, error);
       return reply;
     }
+    // Decoded once: the record (sent before the hand-out, so it is on its way first) reuses it.
+    const recording = this.#recordPopped(queues, max, false, { ...popped, handedOut: true, message });
     const tag = message.deliveryTag;
     const claim: RedisClaim = { queue: popped.queue, message, step: popped.step, raw: popped.raw, tag, noAck: false, score: '' };
     claim.recording = recording.then(

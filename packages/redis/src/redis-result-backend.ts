@@ -38,6 +38,11 @@ const MGET_CHUNK = 500;
  */
 const UNSUBSCRIBE_DELAY_MS = 20;
 const UNSUBSCRIBE_BATCH = 256;
+/**
+ * How long a waiter on a task subscribed to before it was sent waits for the push before reading the key (see
+ * `waitFor`); at most half the waiter's timeout.
+ */
+const EARLY_READ_DELAY_MS = 100;
 /** Reconnects to one cluster node (200 ms apart) before the subscriber moves to another node. */
 const SUBSCRIBER_NODE_RETRIES = 3;
 
@@ -55,7 +60,7 @@ interface Subscription {
  * Celery's Redis result backend, key for key (docs/wire.md#on-redis): results live at `celery-task-meta-<id>` as
  * Celery's JSON, a store is `GET` (a stored SUCCESS is never overwritten) then `MULTI SETEX+PUBLISH EXEC` on the key's
  * name, and waiters are woken by that PUBLISH — one subscriber connection multiplexes every task being waited for, and
- * a `GET` after each SUBSCRIBE closes the race with a result stored just before. Python Celery clients and workers read
+ * a `GET` after each SUBSCRIBE closes the race with a result stored just before (see `waitFor`). Python Celery clients and workers read
  * and write the same keys.
  */
 export class RedisResultBackend implements ResultBackend {
@@ -84,6 +89,13 @@ export class RedisResultBackend implements ResultBackend {
   readonly #subscriptions = new Map<string, Subscription>();
   /** Subscriptions held by `onTaskCall`, oldest first. */
   readonly #early = new Set<Subscription>();
+  /**
+   * Ready results pushed to an early subscription before anyone waited (by task id, oldest first, at most
+   * `maxEarlySubscriptions`): the first `waitFor` takes it, as Celery's client keeps such messages for the result
+   * that asks later. Without it, a result that beats the caller's `get()` (the publish's reply was slow to come back)
+   * costs a SUBSCRIBE and a GET more.
+   */
+  readonly #arrived = new Map<string, ResultMeta>();
   /** Channels released since the last UNSUBSCRIBE (see UNSUBSCRIBE_DELAY_MS). */
   readonly #released = new Set<string>();
   #unsubscribeTimer: NodeJS.Timeout | undefined;
@@ -166,6 +178,11 @@ export class RedisResultBackend implements ResultBackend {
 
   waitFor(taskId: string, options: WaitForResultOptions = {}): Promise<ResultMeta> {
     if (this.#closed) return Promise.reject(closedError());
+    const arrived = this.#arrived.get(taskId);
+    if (arrived !== undefined && !options.signal?.aborted) {
+      this.#arrived.delete(taskId);
+      return Promise.resolve(arrived);
+    }
     const subscription = this.#subscribe(taskId);
     return waitForResultMeta(
       taskId,
@@ -178,16 +195,30 @@ export class RedisResultBackend implements ResultBackend {
         };
       },
       // Subscribed first, then read: a result stored before the SUBSCRIBE took effect is seen by the GET, one stored
-      // after it is pushed. No polling.
+      // after it is pushed. No polling. Not read when the push came first (it can ride in with the SUBSCRIBE's own
+      // reply): nothing left to read. For a task subscribed to before it was sent (onTaskCall), the result is pushed
+      // after the SUBSCRIBE, so the read is only a safety net (a SUBSCRIBE overtaken on the network by the task's
+      // publish and its result, or a task id sent again after its SUCCESS was stored, which is not published again):
+      // it waits EARLY_READ_DELAY_MS, and a push that settles the waiter first spares it, a write and a reply.
       (waiter) => {
-        subscription.subscribed
-          .then(() => this.get(taskId))
-          .then(
+        const early = subscription.early;
+        const read = (): void => {
+          if (!subscription.waiters.has(waiter)) return;
+          this.get(taskId).then(
             (meta) => {
               if (meta && isReadyState(meta.status)) this.#deliver(subscription, meta);
             },
             (error: unknown) => waiter.reject(error),
           );
+        };
+        subscription.subscribed.then(
+          () => {
+            if (!early) return read();
+            const delay = Math.min(EARLY_READ_DELAY_MS, (options.timeoutMs ?? Infinity) / 2);
+            if (subscription.waiters.has(waiter)) setTimeout(read, delay).unref();
+          },
+          (error: unknown) => waiter.reject(error),
+        );
       },
     );
   }
@@ -197,6 +228,7 @@ export class RedisResultBackend implements ResultBackend {
     this.#assertOpen();
     const subscription = this.#subscriptions.get(this.keyFor(taskId));
     if (subscription) this.#dropEarly(subscription);
+    this.#arrived.delete(taskId);
     await this.#client.del(this.keyFor(taskId));
   }
 
@@ -209,6 +241,7 @@ export class RedisResultBackend implements ResultBackend {
     }
     this.#subscriptions.clear();
     this.#early.clear();
+    this.#arrived.clear();
     this.#released.clear();
     if (this.#unsubscribeTimer) clearTimeout(this.#unsubscribeTimer);
     await Promise.all([disconnect(this.#client), this.#subscriber ? disconnect(this.#subscriber) : undefined]);
@@ -335,9 +368,16 @@ export class RedisResultBackend implements ResultBackend {
 
   /** A ready result for a subscription: every waiter gets it and the channel is unsubscribed, as Celery does. */
   #deliver(subscription: Subscription, meta: ResultMeta): void {
+    if (subscription.waiters.size === 0 && subscription.early) this.#keepArrived(subscription.taskId, meta);
     for (const waiter of [...subscription.waiters]) waiter.resolve(meta);
     this.#dropEarly(subscription);
     this.#release(subscription);
+  }
+
+  #keepArrived(taskId: string, meta: ResultMeta): void {
+    this.#arrived.delete(taskId);
+    this.#arrived.set(taskId, meta);
+    if (this.#arrived.size > this.#maxEarly) this.#arrived.delete(this.#arrived.keys().next().value as string);
   }
 
   #onMessage(channel: string, message: string): void {

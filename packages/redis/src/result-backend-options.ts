@@ -30,7 +30,8 @@ export interface RedisResultBackendOptions {
   connectionName?: string;
   /**
    * Most subscriptions kept for tasks that were sent (`onTaskCall`) but that nobody waits for yet. Beyond it the
-   * oldest are dropped, which is safe: a later `waitFor` subscribes again and reads the key. Default 10 000.
+   * oldest are dropped, which is safe: a later `waitFor` subscribes again and reads the key. Also the most ready
+   * results kept that such a subscription received before anyone waited (the first `waitFor` takes one). Default 10 000.
    */
   maxEarlySubscriptions?: number;
   /** Celery's `result_chord_ordered` (a transport option): chord parts in a sorted set, in group order. Default true. */

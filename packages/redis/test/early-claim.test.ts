@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue, type Delivery, type OutgoingMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RedisTransport, RedisTransportOptions } from '../src/index';
 import { redisUrl, useRedisFixture, waitFor, warnings } from './helpers/redis-test-env';
 import { monitorFeed } from './helpers/monitor-feed';
@@ -95,6 +95,25 @@ describe.skipIf(!up)('messages that wake a blocked consumer', () => {
     const at = commands.indexOf(scriptsNaming[0] as string[]);
     expect(names.slice(at + 1, at + 8)).toContain(`hset ${prefix}unacked`);
     expect(await fixture.redis.hexists(`${prefix}unacked`, tag)).toBe(0);
+  });
+
+  it('are parsed once: the record reuses the envelope decoded for the hand-out', async () => {
+    const { name, consumer, received } = await blockedConsumer('parse-once', 2);
+    const publisher = transport(`${name}-pub`);
+    const pubChannel = await publisher.createChannel();
+    const body = `parse-once-${randomUUID()}`;
+    const encoded = Buffer.from(body).toString('base64');
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      await pubChannel.publish('', 'parse-once', message(body));
+      await waitFor(() => received.length === 1, 5000, 'the delivery');
+      await received[0]!.ack();
+      const parses = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.includes(encoded));
+      expect(parses).toHaveLength(1);
+    } finally {
+      parse.mockRestore();
+    }
+    await consumer.cancel();
   });
 
   it('go back to their queue, redelivered, when the channel closes before they are settled', async () => {

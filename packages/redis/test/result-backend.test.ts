@@ -284,6 +284,94 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await expect(backend.waitFor(id, { timeoutMs: 5000 })).resolves.toMatchObject({ status: 'SUCCESS' });
   });
 
+  it('keeps a result pushed to an early subscription before anyone waited: the wait that follows sends nothing', async () => {
+    const backend = open();
+    const id = taskId();
+    const key = backend.keyFor(id);
+    await backend.onTaskCall(id);
+    await waitFor(async () => (await numsub(redis, key)) === 1, 5000, 'the early subscription');
+    await open().store(meta(id, { result: 'early' }));
+    await waitFor(async () => (await numsub(redis, key)) === 0, 5000, 'the early subscription to end with the result');
+    // Distinct command objects: ioredis passes a command queued before the connection was up through sendCommand twice.
+    const sent = new Map<object, string>();
+    const original = Redis.prototype.sendCommand;
+    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const [command] = args;
+      if (command.args.map(String).includes(key)) sent.set(command, command.name);
+      return original.apply(this, args);
+    });
+    await expect(backend.waitFor(id, { timeoutMs: 5000 })).resolves.toMatchObject({ status: 'SUCCESS', result: 'early' });
+    expect([...sent.values()]).toEqual([]);
+    // Taken once: a second wait reads the key as before.
+    await expect(backend.waitFor(id, { timeoutMs: 5000 })).resolves.toMatchObject({ status: 'SUCCESS', result: 'early' });
+    expect([...sent.values()].sort()).toEqual(['get', 'subscribe']);
+  });
+
+  it('sends no GET for a task subscribed to before it was sent whose result is pushed', async () => {
+    const backend = open();
+    const id = taskId();
+    const key = backend.keyFor(id);
+    await backend.onTaskCall(id);
+    await waitFor(async () => (await numsub(redis, key)) === 1, 5000, 'the early subscription');
+    const gets = new Set<object>();
+    const original = Redis.prototype.sendCommand;
+    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const [command] = args;
+      if (command.name === 'get' && command.args[0] === key) gets.add(command);
+      return original.apply(this, args);
+    });
+    const result = backend.waitFor(id, { timeoutMs: 10_000 });
+    await open().store(meta(id, { result: 'pushed' }));
+    await expect(result).resolves.toMatchObject({ result: 'pushed' });
+    // Past the delayed read: it was never sent.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(gets.size).toBe(0);
+  });
+
+  it('still reads the key for a task subscribed to before it was sent when no push comes (its SUCCESS was stored before)', async () => {
+    const backend = open();
+    for (const timeoutMs of [10_000, 150]) {
+      const id = taskId();
+      await backend.store(meta(id, { result: 'stored before' }));
+      await backend.onTaskCall(id);
+      await expect(backend.waitFor(id, { timeoutMs })).resolves.toMatchObject({ result: 'stored before' });
+    }
+  });
+
+  it('sends no GET when the result was pushed before its SUBSCRIBE was confirmed', async () => {
+    const backend = open();
+    const storing = open();
+    const id = taskId();
+    const key = backend.keyFor(id);
+    await backend.get(taskId());
+    const gets: string[] = [];
+    let woken = false;
+    const originalSend = Redis.prototype.sendCommand;
+    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+      const [command] = args;
+      if (command.name === 'get' && command.args[0] === key) gets.push(key);
+      return originalSend.apply(this, args);
+    });
+    // The SUBSCRIBE's confirmation is held back until the result was published and its push handled: what happens
+    // when the push arrives in the same read as the confirmation.
+    const originalSubscribe = Redis.prototype.subscribe;
+    vi.spyOn(Redis.prototype, 'subscribe').mockImplementation(function (this: Redis, ...args: unknown[]) {
+      return (originalSubscribe as (...a: unknown[]) => Promise<unknown>).apply(this, args).then(async (reply) => {
+        await storing.store(meta(id, { result: 'pushed' }));
+        await waitFor(() => woken, 5000, 'the push');
+        return reply;
+      });
+    } as Redis['subscribe']);
+    await expect(
+      backend.waitFor(id, { timeoutMs: 5000 }).then((result) => {
+        woken = true;
+        return result;
+      }),
+    ).resolves.toMatchObject({ result: 'pushed' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(gets).toEqual([]);
+  });
+
   it('keeps every subscription made while its subscriber connection is still connecting, on a database other than 0', async () => {
     // Before the fix the subscriber SELECTed its database after the first SUBSCRIBE had put it in subscriber mode:
     // the SELECT failed and a second SUBSCRIBE sent meanwhile was lost, so its waiter was never woken.

@@ -176,7 +176,21 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
     await Promise.all(pushes);
   }
 
-  async publish(exchange: string, routingKey: string, message: OutgoingMessage, options: PublishOptions = {}): Promise<void> {
+  publish(exchange: string, routingKey: string, message: OutgoingMessage, options: PublishOptions = {}): Promise<void> {
+    if (exchange === '' && options.mandatory !== true && !((options.delay ?? 0) > 0)) {
+      // The default exchange names its one queue (Kombu pushes even if nobody declared it): nothing to route or
+      // await, so the push is made now. Every task sent to its default route comes here.
+      try {
+        this.#assertOpen();
+        return this.transport.store.push(routingKey, storedMessage(exchange, routingKey, message), this.transport.priorityStep(message.properties.priority));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#publishRouted(exchange, routingKey, message, options);
+  }
+
+  async #publishRouted(exchange: string, routingKey: string, message: OutgoingMessage, options: PublishOptions): Promise<void> {
     this.#assertOpen();
     const delay = options.delay ?? 0;
     if (delay > 0 && !this.transport.capabilities.delayedDelivery) {
