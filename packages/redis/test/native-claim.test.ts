@@ -154,7 +154,7 @@ describe.skipIf(!up)('native claims on Kombu’s layout', () => {
     const waiting = store.claim(['utf8'], { max: 10, blockMs: 5000, noAck: false });
     setTimeout(() => void redis.lpush(`${prefix}utf8`, envelope('popped')), 50);
     const [popped] = await waiting;
-    expect(popped?.tag).toBe('popped');
+    expect(popped?.message.deliveryTag).toBe('popped');
     expect(await redis.hget(`${prefix}unacked`, 'popped')).toBe(`[${envelope('popped')}, "", "utf8"]`);
     for (const claim of [claimed, popped]) await store.ack(claim as RedisClaim);
   });
