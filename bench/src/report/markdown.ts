@@ -391,7 +391,8 @@ const METHOD = [
   '- **Same footing**: no per-task logging anywhere (kq workers at `warning`, Celery workers at `WARNING`, celery.node\'s two ' +
     '`console.info` lines per task muted); TCP_NODELAY on every AMQP connection (kq sets it; amqplib, also inside ' +
     'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs as built (`pnpm bench` builds first), ' +
-    'its transport package loaded before the clock starts; every Node runner is plain JavaScript on plain Node (bundled by ' +
+    'its transport package (and, in the drains, the optional codecs and OpenTelemetry API its App loads) loaded before ' +
+    'the clock starts, as the other systems\' modules are by their imports; every Node runner is plain JavaScript on plain Node (bundled by ' +
     'esbuild before the cases, packages left as imports), not run under tsx.',
   '- **Raw baselines** show the broker\'s floor: ioredis LPUSH/BRPOP/RPOP with no envelope, no ack and no bookkeeping; ' +
     'amqplib with persistent messages, confirms, prefetch 200 and an ack per message — on bare JSON, and (a second W2 row) ' +

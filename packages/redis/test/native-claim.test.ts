@@ -137,6 +137,27 @@ describe.skipIf(!up)('native claims on Kombu’s layout', () => {
     expect(await redis.hexists(`${prefix}unacked`, (first as RedisClaim).tag)).toBe(0);
     await store.ack(second as RedisClaim);
   });
+
+  it('records an envelope with text beyond ASCII exactly as it was stored, on a claim and on a BRPOP wake-up', async () => {
+    await channel.declareQueue(new Queue('utf8'));
+    const store = transport.redisStore;
+    const envelope = (tag: string): string =>
+      `{"body": "aGk=", "content-encoding": "utf-8", "content-type": "text/plain", "headers": {"note": "café ✓ 😀"}, ` +
+      `"properties": {"delivery_mode": 2, "delivery_info": {"exchange": "", "routing_key": "utf8"}, "priority": 0, ` +
+      `"body_encoding": "base64", "delivery_tag": "${tag}"}}`;
+    await redis.lpush(`${prefix}utf8`, envelope('claimed'));
+    const [claimed] = await store.claim(['utf8'], { max: 10, blockMs: 0, noAck: false });
+    expect(claimed?.message.headers['note']).toBe('café ✓ 😀');
+    expect(await redis.hget(`${prefix}unacked`, 'claimed')).toBe(`[${envelope('claimed')}, "", "utf8"]`);
+    // The queue is empty now (the claim got less than it asked for): the next claim waits in BRPOP, and records what
+    // wakes it.
+    const waiting = store.claim(['utf8'], { max: 10, blockMs: 5000, noAck: false });
+    setTimeout(() => void redis.lpush(`${prefix}utf8`, envelope('popped')), 50);
+    const [popped] = await waiting;
+    expect(popped?.message.deliveryTag).toBe('popped');
+    expect(await redis.hget(`${prefix}unacked`, 'popped')).toBe(`[${envelope('popped')}, "", "utf8"]`);
+    for (const claim of [claimed, popped]) await store.ack(claim as RedisClaim);
+  });
 });
 
 /** Calls of a command since the server started (shared server: other tests add some, never remove). */

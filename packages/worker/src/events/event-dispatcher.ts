@@ -82,7 +82,12 @@ export class EventDispatcher {
 
   /** True when events of `type` pass the group filter (and the dispatcher is enabled). */
   accepts(type: string): boolean {
-    return this.enabled && (this.groups.size === 0 || this.groups.has(eventGroup(type)));
+    return this.acceptsGroup(eventGroup(type));
+  }
+
+  /** Whether events of `group` (`task`, `worker`) are sent now: asked before building an event that may not be. */
+  acceptsGroup(group: string): boolean {
+    return this.enabled && (this.groups.size === 0 || this.groups.has(group));
   }
 
   /**

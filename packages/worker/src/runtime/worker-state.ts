@@ -1,5 +1,6 @@
 import { LimitedSet } from '@kq/core';
 import type { HeldTask } from './held-task';
+import { RecentIds } from './recent-ids';
 import { RevokedStamps } from './revoked-stamps';
 
 /**
@@ -19,7 +20,7 @@ export class WorkerState {
    * a redelivered copy of one — its ack lost to a lease that ran out while the run blocked the event loop — is
    * acknowledged instead of run again.
    */
-  readonly succeeded = new LimitedSet<string>({ maxlen: 10_000, expires: 3600 });
+  readonly succeeded = new RecentIds({ maxlen: 10_000, expires: 3600 });
   /** Received and not yet finished (includes active and ETA-held). */
   readonly reserved = new Set<HeldTask>();
   /** Running now, by task id. */
