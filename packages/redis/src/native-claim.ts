@@ -56,9 +56,10 @@ export interface NativeClaimReply {
 export interface PoppedEnvelope {
   queue: string;
   step: number;
+  /** The list it was popped from. */
   key: string;
   raw: string;
-  /** Handed out already: its claim is not made again, only its tag and score are reported. */
+  /** Handed out already: the record makes no claim of it again, only reports its tag and score. */
   handedOut?: boolean;
   /** The envelope decoded already (to hand it out): not decoded a second time. */
   message?: StoredMessage;

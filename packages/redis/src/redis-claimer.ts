@@ -2,24 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, ConnectionLost, MalformedEnvelope, decodeEnvelope, type Claim, type ClaimOptions, type StoredMessage } from '@kq/core';
 import type { BlockingWaiter } from './blocking-pool';
 import { CLAIM, QUARANTINE } from './lua-scripts';
-import { NativeClaimer } from './native-claim';
+import { NativeClaimer, type PoppedEnvelope } from './native-claim';
 import type { ClaimerHost, RedisClaim } from './redis-claim';
 
 export type { ClaimerHost, RedisClaim } from './redis-claim';
 import { quarantineRecord } from './quarantine';
-
-/** A message BRPOP popped, which only this process holds until a claim script records it. */
-interface PoppedMessage {
-  queue: string;
-  step: number;
-  /** The list it was popped from. */
-  key: string;
-  raw: string;
-  /** Handed out already (see `#takePoppedEarly`): the script records it and does not send it back. */
-  handedOut?: boolean;
-  /** Its envelope, decoded already to hand it out (a native record then does not decode it again). */
-  message?: StoredMessage;
-}
 
 /** What a claim script call took: the claims it sends back, and the tag a handed-out popped message got. */
 interface ClaimReply {
@@ -99,7 +86,7 @@ export class RedisClaimer {
     }
     const [key, raw] = popped;
     const from = origin.get(key) ?? layout.parseListKey(key);
-    const message: PoppedMessage = { queue: from.queue, step: from.step, key, raw };
+    const message: PoppedEnvelope = { queue: from.queue, step: from.step, key, raw };
     if (options.onEarlyClaims && !options.noAck) {
       const { claims: rest, more } = await this.#takePoppedEarly(queues, max, message, options.onEarlyClaims);
       this.#noteIdle(setKey, more === undefined ? rest.length + 1 < max : !more);
@@ -201,7 +188,7 @@ export class RedisClaimer {
    * first message ends the others' waits. Resolves to what was popped — usually one message, more when waits ended
    * with a message of their own — or nothing when the time ran out or the wait was aborted.
    */
-  async #waitAny(pool: BlockingWaiter, queues: readonly string[], blockMs: number, signal: AbortSignal | undefined): Promise<PoppedMessage[]> {
+  async #waitAny(pool: BlockingWaiter, queues: readonly string[], blockMs: number, signal: AbortSignal | undefined): Promise<PoppedEnvelope[]> {
     const { layout } = this.#host;
     const unique = [...new Set(queues)];
     const done = new AbortController();
@@ -209,7 +196,7 @@ export class RedisClaimer {
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) done.abort();
     try {
-      const waits = unique.map(async (queue): Promise<PoppedMessage | undefined> => {
+      const waits = unique.map(async (queue): Promise<PoppedEnvelope | undefined> => {
         const reply = await pool.brpop(layout.queueKeys(queue), blockMs, done.signal);
         if (!reply) return undefined;
         done.abort();
@@ -227,7 +214,7 @@ export class RedisClaimer {
   }
 
   /** Puts a popped message that was never recorded back at the head of its list, exactly as it was. */
-  async #putBack(popped: PoppedMessage): Promise<void> {
+  async #putBack(popped: PoppedEnvelope): Promise<void> {
     try {
       await this.#host.commands().rpush(popped.key, popped.raw);
     } catch (error) {
@@ -239,7 +226,7 @@ export class RedisClaimer {
     }
   }
 
-  async #claimScript(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage | undefined): Promise<ClaimReply> {
+  async #claimScript(queues: readonly string[], max: number, noAck: boolean, popped: PoppedEnvelope | undefined): Promise<ClaimReply> {
     const host = this.#host;
     const { layout } = host;
     // One queue per call in the cluster layout (its records and lists share its slot); every queue at once otherwise.
@@ -313,7 +300,7 @@ export class RedisClaimer {
   async #takePoppedEarly(
     queues: readonly string[],
     max: number,
-    popped: PoppedMessage,
+    popped: PoppedEnvelope,
     onEarlyClaims: (claims: Claim[]) => void,
   ): Promise<ClaimReply> {
     let message: StoredMessage;
@@ -354,7 +341,7 @@ export class RedisClaimer {
    * lives only here — Kombu's crash window, which kq only has on the idle-to-busy edge — so a failure is retried,
    * and if Redis stays unreachable the message is pushed back to the head of its list.
    */
-  async #recordPopped(queues: readonly string[], max: number, noAck: boolean, popped: PoppedMessage): Promise<ClaimReply> {
+  async #recordPopped(queues: readonly string[], max: number, noAck: boolean, popped: PoppedEnvelope): Promise<ClaimReply> {
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       try {
