@@ -187,6 +187,9 @@ describe.skipIf(!up)('an idle consumer on Redis, by default', () => {
     expect(await holderChannel.get('held')).not.toBeNull();
     expect(await fixture.redis.llen(`${prefix}held`)).toBe(0);
     await waitFor(async () => (await fixture.redis.llen(`${prefix}held`)) === 1, 5000, 'the survivor to restore it');
+    // The restore lands in Redis inside the sweep script, before the survivor has read the script's reply and
+    // counted it: the list can be seen restored a moment before the count.
+    await waitFor(() => survivor.stats().leaseRestored > 0, 2000, 'the survivor to count its restore');
     expect(survivor.stats()).toMatchObject({ leaseRestored: 1 });
   });
 });
