@@ -185,11 +185,8 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     const key = waiting.keyFor(id);
     // Distinct command objects: ioredis passes a command queued before the connection was up through sendCommand twice.
     const gets = new Set<object>();
-    const original = Redis.prototype.sendCommand;
-    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command] = args;
+    watchCommands((command) => {
       if (command.name === 'get' && command.args[0] === key) gets.add(command);
-      return original.apply(this, args);
     });
     const result = waiting.waitFor(id, { timeoutMs: 10_000 });
     await waitFor(async () => (await numsub(redis, key)) === 1, 5000, 'the waiter to subscribe');
@@ -208,11 +205,8 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     const storing = open();
     const [first, second] = [taskId(), taskId()];
     const unsubscribes: string[][] = [];
-    const original = Redis.prototype.sendCommand;
-    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command] = args;
+    watchCommands((command) => {
       if (command.name === 'unsubscribe') unsubscribes.push(command.args.map(String));
-      return original.apply(this, args);
     });
     const waits = [backend.waitFor(first, { timeoutMs: 10_000 }), backend.waitFor(second, { timeoutMs: 10_000 })];
     await waitFor(async () => (await numsub(redis, backend.keyFor(second))) === 1, 5000, 'both waiters to subscribe');
@@ -294,11 +288,8 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await waitFor(async () => (await numsub(redis, key)) === 0, 5000, 'the early subscription to end with the result');
     // Distinct command objects: ioredis passes a command queued before the connection was up through sendCommand twice.
     const sent = new Map<object, string>();
-    const original = Redis.prototype.sendCommand;
-    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command] = args;
+    watchCommands((command) => {
       if (command.args.map(String).includes(key)) sent.set(command, command.name);
-      return original.apply(this, args);
     });
     await expect(backend.waitFor(id, { timeoutMs: 5000 })).resolves.toMatchObject({ status: 'SUCCESS', result: 'early' });
     expect([...sent.values()]).toEqual([]);
@@ -314,11 +305,8 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await backend.onTaskCall(id);
     await waitFor(async () => (await numsub(redis, key)) === 1, 5000, 'the early subscription');
     const gets = new Set<object>();
-    const original = Redis.prototype.sendCommand;
-    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command] = args;
+    watchCommands((command) => {
       if (command.name === 'get' && command.args[0] === key) gets.add(command);
-      return original.apply(this, args);
     });
     const result = backend.waitFor(id, { timeoutMs: 10_000 });
     await open().store(meta(id, { result: 'pushed' }));
@@ -346,11 +334,8 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     await backend.get(taskId());
     const gets: string[] = [];
     let woken = false;
-    const originalSend = Redis.prototype.sendCommand;
-    vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-      const [command] = args;
+    watchCommands((command) => {
       if (command.name === 'get' && command.args[0] === key) gets.push(key);
-      return originalSend.apply(this, args);
     });
     // The SUBSCRIBE's confirmation is held back until the result was published and its push handled: what happens
     // when the push arrives in the same read as the confirmation.
@@ -524,3 +509,12 @@ describe.skipIf(!up)('RedisResultBackend (Celery’s Redis result backend)', () 
     });
   });
 });
+
+/** Sees every command any ioredis client sends (restored by `vi.restoreAllMocks`), then sends it as usual. */
+function watchCommands(see: (command: Parameters<Redis['sendCommand']>[0]) => void): void {
+  const original = Redis.prototype.sendCommand;
+  vi.spyOn(Redis.prototype, 'sendCommand').mockImplementation(function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+    see(args[0]);
+    return original.apply(this, args);
+  });
+}
