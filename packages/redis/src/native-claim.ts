@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, decodeEnvelope, MalformedEnvelope, pyString, type StoredMessage } from '@kq/core';
 import type { PendingAck } from './ack-batcher';
 import type { ClaimerHost, RedisClaim } from './redis-claim';
-import { ACK } from './lua-scripts';
+import { ACK, RESTORE_INFLIGHT } from './lua-scripts';
 import { quarantineRecord } from './quarantine';
 
 /**
@@ -19,19 +19,41 @@ import { quarantineRecord } from './quarantine';
  *
  * A process that dies between the two leaves its messages in in-flight lists that the registry names: any kq process's
  * lease sweep puts them back at the head of their queues once the entry is older than the grace (`sweepInflight`).
- * A claim call's lists are its own (a registry entry per call and source list), so claims running side by side in one
- * process never delete each other's.
+ * A claim round's lists are its own (a registry entry per round and source list), so claims running side by side in
+ * one process never delete each other's.
+ *
+ * A connection that drops after Redis ran a round and before its replies arrive is the one case the replies cannot
+ * tell: ioredis sends a pipeline nobody answered again once it reconnects, so the list then also holds the first
+ * moves, which no reply names (recording it and deleting the list would lose them), and a pipeline answered in part
+ * fails with its moves made. The registry entry is written `NX`, so a second run of the same round answers 0; either
+ * way the process puts its lists back itself as soon as Redis answers, rather than leaving them to the sweep's grace.
  */
 
 /** A claim moves messages in at most this many round trips (a list ran short, or a more urgent one was empty). */
 const MAX_ROUNDS = 4;
 /** Moves sent beyond a list's last known length: what producers may have added since. */
 const SLACK = 16;
-/** Attempts at the recording MULTI before the claim fails (its messages then wait in the in-flight lists). */
+/** Attempts at putting back the in-flight lists of a claim that failed (the last ones 2 s apart). */
+const GIVE_BACK_ATTEMPTS = 35;
+/** Attempts at the recording MULTI before the claim fails (its messages then go back to their queues). */
 const RECORD_ATTEMPTS = 5;
 /** See lua/prelude.lua: one long member keeps `unacked_index` a skiplist once more than a few claims are held. */
 const PIN = '_kq.pin: keeps unacked_index a skiplist, where a listpack would make every insert scan the whole set';
 const PIN_ABOVE = 16;
+
+/** An in-flight list a claim round moves into: its name, the queue list it takes from, and its registry member. */
+interface InflightList {
+  inflight: string;
+  source: string;
+  member: string;
+}
+
+/** A claim round's registry entry was there already: ioredis sent the round again after a reconnect. */
+class ClaimReplayed extends Error {
+  constructor() {
+    super('a claim round ran twice: the connection dropped before its replies, and ioredis sent it again');
+  }
+}
 
 /** A list a claim round moves messages from. */
 interface Source {
@@ -123,7 +145,8 @@ export class NativeClaimer {
     const unique = [...new Set(queues)];
     const acks = host.takeAcks();
     let acksDone = acks.length === 0;
-    const inflightOf = new Map<string, string>();
+    /** This call's in-flight lists, one per round and source list. */
+    const lists: InflightList[] = [];
     const members: string[] = [...this.#idleMembers];
     this.#idleMembers = [];
     const moved: Moved[] = [];
@@ -150,19 +173,17 @@ export class NativeClaimer {
           pipe.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
         }
         if (first) pipe.time();
-        // What each reply of the moves is: a registry entry (ignored) or a move from a source.
+        // What each reply of the moves is: a registry entry (null: 1 when written now, 0 when this round ran before) or
+        // a move from a source.
         const moves: Array<Source | null> = [];
         const registeredAt = Date.now();
         for (const source of plan) {
-          let inflight = inflightOf.get(source.key);
-          if (inflight === undefined) {
-            inflight = `${registry}.${this.#token}.${this.#seq++}`;
-            inflightOf.set(source.key, inflight);
-            const member = inflightMember(inflight, source.key);
-            members.push(member);
-            pipe.zadd(registry, registeredAt, member);
-            moves.push(null);
-          }
+          const inflight = `${registry}.${this.#token}.${this.#seq++}`;
+          const member = inflightMember(inflight, source.key);
+          lists.push({ inflight, source: source.key, member });
+          members.push(member);
+          pipe.zadd(registry, 'NX', registeredAt, member);
+          moves.push(null);
           for (let n = 0; n < source.count; n++) {
             pipe.lmove(source.key, inflight, 'RIGHT', 'LEFT');
             moves.push(source);
@@ -188,6 +209,7 @@ export class NativeClaimer {
         for (const source of moves) {
           const [error, raw] = replies[at++] ?? [];
           if (error) throw error;
+          if (source === null && Number(raw) !== 1) throw new ClaimReplayed();
           if (source === null || typeof raw !== 'string') continue;
           const list = taken.get(source);
           if (list) list.push(raw);
@@ -210,16 +232,43 @@ export class NativeClaimer {
         // Redis before 6.2: nothing was moved; the registry entries go, as no sweep there could run their restore.
         this.supported = false;
         await commands.zrem(registry, ...members).catch(() => undefined);
+        throw error;
       }
-      // What was moved waits in the in-flight lists; their registry entries bring it back (`sweepInflight`).
-      throw error;
+      // What was moved waits in the in-flight lists (a replayed round's lists hold moves no reply named): put back now,
+      // or once Redis answers again; their registry entries are the fallback should this process die first.
+      const givingBack = this.#giveBack(lists);
+      if (!(error instanceof ClaimReplayed)) throw error;
+      host.warn(`kq/redis: a claim's moves ran twice (the connection dropped before their replies); put back what they took`);
+      await givingBack;
+      return { claims: [], quarantined: 0 };
     }
     if (moved.length === 0) {
       this.#idleMembers.push(...members);
       if (this.#idleMembers.length > 1000) await commands.zrem(registry, ...this.#idleMembers.splice(0));
       return { claims: [], quarantined: 0 };
     }
-    return this.#record(moved, [...inflightOf.values()], members, serverUs);
+    return this.#record(moved, lists, members, serverUs);
+  }
+
+  /**
+   * Returns in-flight lists to the head of their queue lists (and forgets their registry entries), retrying with
+   * backoff while Redis is away (about a minute); given up when the store closes or that runs out, leaving them to
+   * the sweep, which puts back any list whose registry entry is older than its grace.
+   */
+  async #giveBack(lists: readonly InflightList[]): Promise<void> {
+    const host = this.#host;
+    const registry = host.layout.key('inflight');
+    let pending = [...lists];
+    for (let attempt = 0; pending.length > 0 && !host.isClosed() && attempt < GIVE_BACK_ATTEMPTS; attempt++) {
+      try {
+        for (const list of pending) {
+          await RESTORE_INFLIGHT.run(host.commands(), [registry, list.inflight, list.source], [list.member]);
+          pending = pending.filter((other) => other !== list);
+        }
+      } catch {
+        await sleep(backoffCountdown(attempt, { factor: 100, maximum: 2000, jitter: false }));
+      }
+    }
   }
 
   /**
@@ -321,7 +370,7 @@ export class NativeClaimer {
   }
 
   /** The MULTI that records what was moved (retried while the connection comes back), then the claims. */
-  async #record(moved: readonly Moved[], inflight: readonly string[], members: readonly string[], serverUs: number): Promise<NativeClaimReply> {
+  async #record(moved: readonly Moved[], lists: readonly InflightList[], members: readonly string[], serverUs: number): Promise<NativeClaimReply> {
     const host = this.#host;
     const { layout } = host;
     const score = leaseScore(host.leaseUs, host.visibilityUs, serverUs);
@@ -354,7 +403,7 @@ export class NativeClaimer {
         multi.hset(layout.scopedKey('unacked', ''), ...records);
       }
       if (bad.length > 0) multi.lpush(layout.scopedKey('quarantine', ''), ...bad);
-      multi.del(...inflight);
+      multi.del(...lists.map((list) => list.inflight));
       multi.zrem(layout.key('inflight'), ...members);
       try {
         await multi.exec();
@@ -366,7 +415,12 @@ export class NativeClaimer {
         await sleep(backoffCountdown(attempt, { factor: 100, maximum: Infinity, jitter: false }));
       }
     }
-    if (lastError !== undefined) throw lastError;
+    if (lastError !== undefined) {
+      // Not recorded (or recorded with the reply lost, when the lists are gone and the leases bring the claims back):
+      // the messages go back to their queues once Redis answers.
+      void this.#giveBack(lists);
+      throw lastError;
+    }
     for (const claim of claims) host.hold(claim);
     return { claims, quarantined: bad.length };
   }

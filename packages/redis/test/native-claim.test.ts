@@ -36,7 +36,7 @@ describe('native claims on a server without LMOVE (Redis before 6.2)', () => {
     const pipeline = new Proxy({} as Record<string, unknown>, {
       get: (_target, name: string) =>
         name === 'exec'
-          ? async () => sent.map((command) => (command === 'lmove' ? [new Error("ERR unknown command 'lmove'"), null] : command === 'time' ? [null, ['1', '2']] : [null, 0]))
+          ? async () => sent.map((command) => (command === 'lmove' ? [new Error("ERR unknown command 'lmove'"), null] : command === 'time' ? [null, ['1', '2']] : command === 'zadd' ? [null, 1] : [null, 0]))
           : (..._args: unknown[]) => {
               sent.push(name);
               return pipeline;
