@@ -136,8 +136,11 @@ export class NativeClaimer {
     this.#host = host;
   }
 
-  /** Up to `max` claims over `queues` (most urgent priority step first, the queues in the order given). */
-  async claim(queues: readonly string[], max: number): Promise<NativeClaimReply> {
+  /**
+   * Up to `max` claims over `queues` (most urgent priority step first, the queues in the order given). With `early`,
+   * what was moved is handed there as soon as the moves are answered, while the record is on its way (see `#record`).
+   */
+  async claim(queues: readonly string[], max: number, early?: (claims: RedisClaim[]) => void): Promise<NativeClaimReply> {
     const host = this.#host;
     const { layout } = host;
     const commands = host.commands();
@@ -247,7 +250,7 @@ export class NativeClaimer {
       if (this.#idleMembers.length > 1000) await commands.zrem(registry, ...this.#idleMembers.splice(0));
       return { claims: [], quarantined: 0 };
     }
-    return this.#record(moved, lists, members, serverUs);
+    return this.#record(moved, lists, members, serverUs, early);
   }
 
   /**
@@ -369,8 +372,21 @@ export class NativeClaimer {
     acks.forEach((ack, index) => host.settleAck(ack, answers[index] as number));
   }
 
-  /** The MULTI that records what was moved (retried while the connection comes back), then the claims. */
-  async #record(moved: readonly Moved[], lists: readonly InflightList[], members: readonly string[], serverUs: number): Promise<NativeClaimReply> {
+  /**
+   * The MULTI that records what was moved (retried while the connection comes back), then the claims. With `early`,
+   * the claims are handed there before the MULTI is answered and the reply names none: the moves already put them in
+   * an in-flight list of this process (safe from a crash), their tags and lease score are known, and each one's
+   * `recording` makes its settle wait for the record (refused as stale if the record failed, when the in-flight lists
+   * go back to their queues and the message is delivered again). The next claim need not wait for the record either:
+   * it goes out on the same connection, after it.
+   */
+  async #record(
+    moved: readonly Moved[],
+    lists: readonly InflightList[],
+    members: readonly string[],
+    serverUs: number,
+    early?: (claims: RedisClaim[]) => void,
+  ): Promise<NativeClaimReply> {
     const host = this.#host;
     const { layout } = host;
     const score = leaseScore(host.leaseUs, host.visibilityUs, serverUs);
@@ -393,6 +409,40 @@ export class NativeClaimer {
       records.push(tag, unackedRecord(raw, message.exchange, message.routingKey));
       claims.push({ queue: source.queue, message, step: source.step, raw, tag, noAck: false, score });
     }
+    const recorded = this.#sendRecord(claims, index, records, bad, lists, members);
+    if (early && claims.length > 0) {
+      for (const claim of claims) {
+        claim.recording = recorded.then(
+          () => {
+            claim.recording = undefined;
+            host.hold(claim);
+            return true;
+          },
+          () => {
+            claim.recording = undefined; // never held: `holds` says so
+            return false;
+          },
+        );
+      }
+      early(claims);
+      recorded.catch((error: unknown) => host.reportError(error));
+      return { claims: [], quarantined: bad.length };
+    }
+    await recorded;
+    for (const claim of claims) host.hold(claim);
+    return { claims, quarantined: bad.length };
+  }
+
+  async #sendRecord(
+    claims: readonly RedisClaim[],
+    index: readonly string[],
+    records: readonly string[],
+    bad: readonly string[],
+    lists: readonly InflightList[],
+    members: readonly string[],
+  ): Promise<void> {
+    const host = this.#host;
+    const { layout } = host;
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       const multi = host.commands().multi();
@@ -421,8 +471,6 @@ export class NativeClaimer {
       void this.#giveBack(lists);
       throw lastError;
     }
-    for (const claim of claims) host.hold(claim);
-    return { claims, quarantined: bad.length };
   }
 }
 

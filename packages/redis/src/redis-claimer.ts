@@ -63,9 +63,9 @@ export class RedisClaimer {
     const blocking = options.blockMs > 0;
     if (this.#host.clusterQueues()) return this.#claimCluster(queues, max, options, setKey);
     if (!blocking || !this.#idleSets.get(setKey)) {
-      const claims = await this.#claimBusy(queues, max, options.noAck);
-      if (claims.length > 0 || !blocking) {
-        this.#noteIdle(setKey, claims.length < max);
+      const { claims, handedOut } = await this.#claimBusy(queues, max, options.noAck, options.onEarlyClaims);
+      if (claims.length > 0 || handedOut > 0 || !blocking) {
+        this.#noteIdle(setKey, claims.length + handedOut < max);
         return claims;
       }
     }
@@ -101,15 +101,27 @@ export class RedisClaimer {
    * A claim that does not wait: native commands (see native-claim.ts) in Kombu's layout when acks are late and the
    * server has LMOVE (Redis 6.2+), else the claim script (noAck claims record nothing, so a script pop is as cheap).
    */
-  async #claimBusy(queues: readonly string[], max: number, noAck: boolean): Promise<RedisClaim[]> {
-    if (noAck || !this.#native.supported) return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+  async #claimBusy(
+    queues: readonly string[],
+    max: number,
+    noAck: boolean,
+    onEarlyClaims: ((claims: Claim[]) => void) | undefined,
+  ): Promise<{ claims: RedisClaim[]; handedOut: number }> {
+    if (noAck || !this.#native.supported) return { claims: (await this.#claimScript(queues, max, noAck, undefined)).claims, handedOut: 0 };
+    let handedOut = 0;
+    const early = onEarlyClaims
+      ? (claims: RedisClaim[]): void => {
+          handedOut += claims.length;
+          onEarlyClaims(claims);
+        }
+      : undefined;
     try {
-      const { claims, quarantined } = await this.#native.claim(queues, max);
+      const { claims, quarantined } = await this.#native.claim(queues, max, early);
       this.#quarantined += quarantined;
-      return claims;
+      return { claims, handedOut };
     } catch (error) {
       if (this.#native.supported) throw error;
-      return (await this.#claimScript(queues, max, noAck, undefined)).claims;
+      return { claims: (await this.#claimScript(queues, max, noAck, undefined)).claims, handedOut: 0 };
     }
   }
 

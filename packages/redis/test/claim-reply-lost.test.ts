@@ -75,6 +75,37 @@ describe.skipIf(!up)('a claim whose reply is lost on the way', () => {
     expect(got.size).toBe(total);
   });
 
+  it('hands out what it moved once the moves are answered, before the record is; the ack waits for the record', async () => {
+    const publisher = new RedisTransport(redisUrl(), { globalKeyprefix: prefix, logger: quietLogger });
+    const consumerSide = new RedisTransport(url, { globalKeyprefix: prefix, logger: quietLogger });
+    consumerSide.on('error', () => undefined);
+    transports.push(publisher, consumerSide);
+    const out = await publisher.createChannel();
+    await out.declareQueue(new Queue('early'));
+    for (let n = 0; n < 3; n++) await out.publish('', 'early', message(`e${n}`));
+    const channel = await consumerSide.createChannel();
+    const cutsBefore = proxy.cuts;
+    // The record is the MULTI after the moves: its reply held back 400 ms.
+    proxy.arm(/multi/i, 'hold-reply', 400);
+    const deliveredAt: number[] = [];
+    const acked: Array<Promise<number>> = [];
+    const consumer = await channel.consume({
+      queues: ['early'],
+      prefetch: 3,
+      onMessage: (delivery) => {
+        deliveredAt.push(performance.now());
+        acked.push(delivery.ack().then(() => performance.now()));
+      },
+    });
+    await waitFor(() => acked.length === 3, 5000, 'three deliveries');
+    const ackedAt = await Promise.all(acked);
+    await consumer.cancel();
+    expect(proxy.cuts - cutsBefore).toBe(1);
+    for (const at of deliveredAt) expect(at).toBeLessThan(proxy.releasedAt);
+    for (const at of ackedAt) expect(at).toBeGreaterThanOrEqual(proxy.releasedAt);
+    expect(await redis.hlen(`${prefix}unacked`)).toBe(0);
+  });
+
   it('half the pipeline answered, the rest aborted: what it moved is put back at once, not a minute later', async () => {
     const { got, total } = await deliveredAfterCut('after-first-reply', 'cut.half');
     expect(got.size).toBe(total);

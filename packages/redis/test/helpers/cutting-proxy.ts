@@ -5,7 +5,9 @@ export type CutMode =
   /** Nothing of the reply reaches the client: the request ran on the server, the client never hears of it. */
   | 'whole-reply'
   /** The reply's first RESP value reaches the client, then the connection drops (a pipeline half answered). */
-  | 'after-first-reply';
+  | 'after-first-reply'
+  /** No cut: the reply is held back for `holdMs` (a slow answer), with whatever the connection gets meanwhile. */
+  | 'hold-reply';
 
 /**
  * A TCP proxy in front of Redis that, once armed, drops the connection on which a request matching a pattern was sent,
@@ -16,9 +18,11 @@ export class CuttingProxy {
   readonly #server: Server;
   readonly #target: { host: string; port: number };
   readonly #sockets = new Set<Socket>();
-  #armed: { pattern: RegExp; mode: CutMode } | undefined;
-  /** How many cuts were made. */
+  #armed: { pattern: RegExp; mode: CutMode; holdMs: number } | undefined;
+  /** How many cuts were made (held replies included). */
   cuts = 0;
+  /** When the last held reply was let through (performance.now()). */
+  releasedAt = 0;
 
   constructor(target: { host: string; port: number }) {
     this.#target = target;
@@ -31,8 +35,8 @@ export class CuttingProxy {
   }
 
   /** The next request whose bytes match `pattern` is cut as `mode` says (once). */
-  arm(pattern: RegExp, mode: CutMode): void {
-    this.#armed = { pattern, mode };
+  arm(pattern: RegExp, mode: CutMode, holdMs = 0): void {
+    this.#armed = { pattern, mode, holdMs };
   }
 
   get armed(): boolean {
@@ -48,6 +52,8 @@ export class CuttingProxy {
     const server = createConnection(this.#target);
     this.#sockets.add(client).add(server);
     let cutting: CutMode | undefined;
+    let holdMs = 0;
+    let held: Buffer[] | undefined;
     const drop = (): void => {
       client.destroy();
       server.destroy();
@@ -57,15 +63,31 @@ export class CuttingProxy {
       if (armed && armed.pattern.test(chunk.toString('latin1'))) {
         this.#armed = undefined;
         cutting = armed.mode;
+        holdMs = armed.holdMs;
       }
       server.write(chunk);
     });
     server.on('data', (chunk) => {
+      if (held) {
+        held.push(chunk);
+        return;
+      }
       if (cutting === undefined) {
         client.write(chunk);
         return;
       }
       this.cuts++;
+      if (cutting === 'hold-reply') {
+        cutting = undefined;
+        const chunks = [chunk];
+        held = chunks;
+        setTimeout(() => {
+          held = undefined;
+          this.releasedAt = performance.now();
+          for (const each of chunks) client.write(each);
+        }, holdMs);
+        return;
+      }
       if (cutting === 'after-first-reply') client.write(chunk.subarray(0, firstValueLength(chunk)));
       cutting = undefined;
       // Let what was written reach the client before the connection goes.
