@@ -89,6 +89,7 @@ export { Consumer, type ConsumerEvents, type ConsumerOptions } from './consumer'
 export * from './serialization/index';
 export { LamportClock, compareTimetuples, type TimeTuple } from './lamport-clock';
 export { RoundRobinCycle } from './round-robin-cycle';
+export { BoundedMap } from './bounded-map';
 export { LimitedSet, type LimitedSetOptions, type LimitedSetWire } from './limited-set';
 export { randomUuid } from './random-uuid';
 export { sanitizeUrl } from './sanitize-url';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BoundedMap,
   ConnectionLost,
   EncodeError,
   KqError,
@@ -95,7 +96,7 @@ export class RedisResultBackend implements ResultBackend {
    * that asks later. Without it, a result that beats the caller's `get()` (the publish's reply was slow to come back)
    * costs a SUBSCRIBE and a GET more.
    */
-  readonly #arrived = new Map<string, ResultMeta>();
+  readonly #arrived: BoundedMap<string, ResultMeta>;
   /** Channels released since the last UNSUBSCRIBE (see UNSUBSCRIBE_DELAY_MS). */
   readonly #released = new Set<string>();
   #unsubscribeTimer: NodeJS.Timeout | undefined;
@@ -121,6 +122,7 @@ export class RedisResultBackend implements ResultBackend {
     this.#target = `${tls ? 'rediss' : 'redis'}://${endpoint.description.hostname}:${endpoint.description.port ?? 6379}`;
     this.#connectionName = `${(options.connectionName ?? 'kq').replace(/\s+/g, '_')}.results.${randomUUID().slice(0, 8)}`;
     this.#maxEarly = options.maxEarlySubscriptions ?? 10_000;
+    this.#arrived = new BoundedMap(this.#maxEarly);
     this.#logger = options.logger;
     this.#clusterNodes = endpoint.cluster?.nodes;
     this.#client = this.#clusterNodes ? this.#connectCluster(this.#clusterNodes) : this.#connect('cmd', {});
@@ -377,7 +379,6 @@ export class RedisResultBackend implements ResultBackend {
   #keepArrived(taskId: string, meta: ResultMeta): void {
     this.#arrived.delete(taskId);
     this.#arrived.set(taskId, meta);
-    if (this.#arrived.size > this.#maxEarly) this.#arrived.delete(this.#arrived.keys().next().value as string);
   }
 
   #onMessage(channel: string, message: string): void {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { BoundedMap } from '../bounded-map';
 import type { Connection } from '../connection';
 import { Consumer } from '../consumer';
 import { Exchange } from '../exchange';
@@ -80,7 +81,7 @@ export class Mailbox implements NodeMailbox {
   readonly #producer: Producer;
   readonly #collectors = new Map<string, Collector>();
   /** Replies whose ticket nobody waits for (yet): handed to a later call with that ticket, as Kombu does. */
-  readonly #unclaimed = new Map<string, MailboxReply[]>();
+  readonly #unclaimed = new BoundedMap<string, MailboxReply[]>(UNCLAIMED_LIMIT);
   #replyConsumer: Promise<Consumer> | undefined;
 
   constructor(connection: Connection, options: MailboxOptions = {}) {
@@ -264,7 +265,6 @@ export class Mailbox implements NodeMailbox {
       return;
     }
     if (typeof ticket === 'string') {
-      if (this.#unclaimed.size >= UNCLAIMED_LIMIT) this.#unclaimed.delete(this.#unclaimed.keys().next().value as string);
       this.#unclaimed.set(ticket, [...(this.#unclaimed.get(ticket) ?? []), reply]);
     }
   }

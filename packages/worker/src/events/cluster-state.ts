@@ -1,4 +1,4 @@
-import { TypedEmitter, compareTimetuples } from '@kq/core';
+import { BoundedMap, TypedEmitter, compareTimetuples } from '@kq/core';
 import type { ReceivedEvent } from './event';
 
 /** A worker is alive while `now < last heartbeat + freq × 200 %` (Celery's `HEARTBEAT_EXPIRE_WINDOW`). */
@@ -208,8 +208,8 @@ interface TimelineEntry {
  * merge rules, and a timeline of task events ordered by Lamport clock. Feed it every event a receiver gives.
  */
 export class ClusterState extends TypedEmitter<ClusterStateEvents> {
-  readonly workers = new Map<string, ClusterWorker>();
-  readonly tasks = new Map<string, ClusterTask>();
+  readonly workers: Map<string, ClusterWorker>;
+  readonly tasks: Map<string, ClusterTask>;
   eventCount = 0;
   /** Tasks received (`task-received` events). */
   taskCount = 0;
@@ -221,6 +221,8 @@ export class ClusterState extends TypedEmitter<ClusterStateEvents> {
     super();
     this.maxTasks = Math.max(1, options.maxTasks ?? 10_000);
     this.maxWorkers = Math.max(1, options.maxWorkers ?? 5000);
+    this.workers = new BoundedMap(this.maxWorkers);
+    this.tasks = new BoundedMap(this.maxTasks);
   }
 
   /** Applies one received event. Events of other groups are counted and otherwise ignored. */
@@ -285,7 +287,6 @@ export class ClusterState extends TypedEmitter<ClusterStateEvents> {
     if (!task) {
       task = new ClusterTask(uuid);
       this.tasks.set(uuid, task);
-      if (this.tasks.size > this.maxTasks) this.tasks.delete(this.tasks.keys().next().value as string);
     }
     const hostname = typeof event.hostname === 'string' ? event.hostname : '';
     let origin = hostname;
@@ -317,7 +318,6 @@ export class ClusterState extends TypedEmitter<ClusterStateEvents> {
 
   #storeWorker(worker: ClusterWorker): void {
     this.workers.set(worker.hostname, worker);
-    if (this.workers.size > this.maxWorkers) this.workers.delete(this.workers.keys().next().value as string);
   }
 
   #addToTimeline(entry: TimelineEntry): void {

@@ -1,3 +1,4 @@
+import { BoundedMap } from '@kq/core';
 import type { ReceivedEvent } from './event';
 import { pythonStr } from './python-str';
 
@@ -16,7 +17,7 @@ const TASK_NAMES_LIMIT = 0xfff;
  * `w1@host [2026-11-21 13:11:41.485325] task received: proj.add(<uuid>) args=(2, 2) kwargs={} clock=2, …`.
  */
 export class EventDumper {
-  readonly #taskNames = new Map<string, string>();
+  readonly #taskNames = new BoundedMap<string, string>(TASK_NAMES_LIMIT);
 
   /** The line for one received event. */
   format(event: ReceivedEvent): string {
@@ -50,7 +51,6 @@ export class EventDumper {
   #remember(uuid: string, task: string): void {
     this.#taskNames.delete(uuid);
     this.#taskNames.set(uuid, task);
-    if (this.#taskNames.size > TASK_NAMES_LIMIT) this.#taskNames.delete(this.#taskNames.keys().next().value as string);
   }
 }
 

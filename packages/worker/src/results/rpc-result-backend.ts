@@ -1,4 +1,5 @@
 import {
+  BoundedMap,
   Consumer,
   KqError,
   Producer,
@@ -67,7 +68,7 @@ export class RpcResultBackend implements ResultBackend {
   readonly #maxBuffered: number;
   readonly #producer: Producer;
   /** Latest meta per task id, oldest first (re-inserted on update). */
-  readonly #buffer = new Map<string, ResultMeta>();
+  readonly #buffer: BoundedMap<string, ResultMeta>;
   readonly #waiters = new Map<string, Set<ResultWaiter>>();
   #listening: Promise<Consumer> | undefined;
   #closed = false;
@@ -85,6 +86,7 @@ export class RpcResultBackend implements ResultBackend {
     this.#serializer = options.serializer ?? 'json';
     this.#accept = options.accept ?? ['json'];
     this.#maxBuffered = options.maxBufferedResults ?? 10_000;
+    this.#buffer = new BoundedMap(this.#maxBuffered);
     this.#producer = new Producer(this.connection, { serializer: this.#serializer });
   }
 
@@ -183,7 +185,6 @@ export class RpcResultBackend implements ResultBackend {
     if (previous && isReadyState(previous.status) && !isReadyState(meta.status)) return;
     this.#buffer.delete(taskId);
     this.#buffer.set(taskId, meta);
-    if (this.#buffer.size > this.#maxBuffered) this.#buffer.delete(this.#buffer.keys().next().value as string);
     if (isReadyState(meta.status)) for (const waiter of [...(this.#waiters.get(taskId) ?? [])]) waiter.resolve(meta);
   }
 
