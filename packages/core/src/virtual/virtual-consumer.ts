@@ -24,6 +24,8 @@ export interface ConsumerChannel {
 interface ClaimBatch {
   claims: Claim[];
   asked: number;
+  /** How many the store handed over early, already delivered. */
+  early: number;
 }
 
 /**
@@ -121,9 +123,11 @@ export class VirtualConsumer implements ConsumerHandle {
   async #claim(max: number, blockMs: number): Promise<ClaimBatch> {
     let held = this.noAck ? 0 : max;
     let asked = max;
+    let early = 0;
     this.#reserved += held;
     const onEarlyClaims = (claims: Claim[]): void => {
       asked -= claims.length;
+      early += claims.length;
       if (!this.noAck) {
         const taken = Math.min(held, claims.length);
         this.#reserved -= taken;
@@ -141,7 +145,7 @@ export class VirtualConsumer implements ConsumerHandle {
         onEarlyClaims,
       });
       if (!this.noAck) this.#inflight += claims.length;
-      return { claims, asked };
+      return { claims, asked, early };
     } finally {
       this.#reserved -= held;
     }
@@ -220,11 +224,12 @@ export class VirtualConsumer implements ConsumerHandle {
       } else {
         this.#handOut(claims);
       }
-      // Yield to the event loop between batches so handlers and timers run under a flood of messages.
-      if (claims.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // Yield to the event loop between batches so handlers and timers run under a flood of messages (and the acks
+      // they make can ride the next claim), handed over early or not.
+      if (claims.length > 0 || batch.early > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (ahead) {
-      const late = await ahead.catch(() => ({ claims: [] as Claim[], asked: 0 }));
+      const late = await ahead.catch((): ClaimBatch => ({ claims: [], asked: 0, early: 0 }));
       await this.#channel.returnUndelivered(late.claims);
     }
   }
