@@ -225,8 +225,9 @@ export class VirtualConsumer implements ConsumerHandle {
         this.#handOut(claims);
       }
       // Yield to the event loop between batches so handlers and timers run under a flood of messages (and the acks
-      // they make can ride the next claim), handed over early or not.
-      if (claims.length > 0 || batch.early > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // they make can ride the next claim), also after a full batch handed over early; not after a wake-up that
+      // brought less than was asked for, so an idle consumer is back waiting at once.
+      if (claims.length > 0 || (batch.early > 0 && batch.asked === 0)) await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (ahead) {
       const late = await ahead.catch((): ClaimBatch => ({ claims: [], asked: 0, early: 0 }));
