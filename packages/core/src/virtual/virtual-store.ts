@@ -43,9 +43,9 @@ export interface ClaimOptions {
   noAck: boolean;
   /**
    * Takes claims ahead of the batch: a store that holds a message before it has finished recording the claim (Redis:
-   * one BRPOP woke up with) may hand it over here at once, so its handler starts a round trip sooner; the returned
-   * promise then resolves with the rest of the batch only (together at most `max`). Settling such a claim is the
-   * store's to order after its record. Stores are free never to call it.
+   * what one BRPOP woke up with, or what a claim's moves took) may hand it over here at once, so its handler starts a
+   * round trip sooner; the returned promise then resolves with the rest of the batch only (together at most `max`).
+   * Settling such a claim is the store's to order after its record. Stores are free never to call it.
    */
   onEarlyClaims?: (claims: Claim[]) => void;
 }
