@@ -411,19 +411,21 @@ export class NativeClaimer {
     }
     const recorded = this.#sendRecord(claims, index, records, bad, lists, members);
     if (early && claims.length > 0) {
-      for (const claim of claims) {
-        claim.recording = recorded.then(
-          () => {
+      // One continuation for the batch, not one per claim.
+      const landed = recorded.then(
+        () => {
+          for (const claim of claims) {
             claim.recording = undefined;
             host.hold(claim);
-            return true;
-          },
-          () => {
-            claim.recording = undefined; // never held: `holds` says so
-            return false;
-          },
-        );
-      }
+          }
+          return true;
+        },
+        () => {
+          for (const claim of claims) claim.recording = undefined; // never held: `holds` says so
+          return false;
+        },
+      );
+      for (const claim of claims) claim.recording = landed;
       early(claims);
       recorded.catch((error: unknown) => host.reportError(error));
       return { claims: [], quarantined: bad.length };
