@@ -34,6 +34,7 @@ export {
 export { makeTestCertificates, type CertificateFiles, type TestCertificates } from './test-certificates';
 export { PrivateRedisServer, type PrivateRedisServerOptions } from './private-redis-server';
 export { freePort } from './free-port';
+export { CuttingProxy, type CutMode } from './cutting-proxy';
 export { type CapabilitySuiteOptions } from './capabilities/capability-suite-options';
 export { defineBeatLeaseSuite, type BeatLeaseSuiteOptions } from './capabilities/beat-lease-suite';
 export { defineCycleRegisterSuite, type CycleRegisterSuiteOptions } from './capabilities/cycle-register-suite';

@@ -1,9 +1,8 @@
 import { Queue, type OutgoingMessage } from '@kq/core';
-import { brokerReachable } from '@kq/test-harness';
+import { brokerReachable, CuttingProxy, type CutMode } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisTransport } from '../src/index';
-import { CuttingProxy, type CutMode } from './helpers/cutting-proxy';
 import { cleanup, quietLogger, rawClient, redisUrl, uniquePrefix, waitFor } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');

@@ -4,15 +4,16 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 export type CutMode =
   /** Nothing of the reply reaches the client: the request ran on the server, the client never hears of it. */
   | 'whole-reply'
-  /** The reply's first RESP value reaches the client, then the connection drops (a pipeline half answered). */
+  /** The reply's first RESP value reaches the client, then the connection drops (a Redis pipeline half answered). */
   | 'after-first-reply'
   /** No cut: the reply is held back for `holdMs` (a slow answer), with whatever the connection gets meanwhile. */
   | 'hold-reply';
 
 /**
- * A TCP proxy in front of Redis that, once armed, drops the connection on which a request matching a pattern was sent,
- * right after Redis has run it and before (all of) its reply gets back: the one moment a client cannot tell whether
- * its commands ran. Every other byte passes unchanged, and the client's reconnect goes through the proxy again.
+ * A TCP proxy in front of a broker (a stand-in for a node, or for the network). Unarmed, every byte passes unchanged;
+ * `close()` shuts it and every connection through it. Once armed, it drops the connection on which a request
+ * matching a pattern was sent, right after the broker has run it and before (all of) its reply gets back: the one
+ * moment a client cannot tell whether its commands ran. The client's reconnect goes through the proxy again.
  */
 export class CuttingProxy {
   readonly #server: Server;
