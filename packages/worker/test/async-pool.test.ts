@@ -37,6 +37,35 @@ describe('AsyncPool', () => {
     expect(order).toEqual(['a ran', 'b ran', 'a ended']);
   });
 
+  it('starts the next job after one that ended inline without nesting, however many wait', async () => {
+    // A task that returns at once releases its slot and ends inside `job(release)`; the pool must go on from its loop,
+    // not from inside that call (one stack frame more per waiting job).
+    const pool = new AsyncPool(1);
+    const first = gate();
+    pool.apply(async (release) => {
+      await first.opened;
+      release();
+    });
+    const jobs = 20_000;
+    let depth = 0;
+    let deepest = 0;
+    let ran = 0;
+    for (let index = 0; index < jobs; index++) {
+      pool.apply((release) => {
+        depth++;
+        deepest = Math.max(deepest, depth);
+        ran++;
+        release();
+        depth--;
+        return Promise.resolve();
+      });
+    }
+    first.open();
+    await pool.drained();
+    expect(ran).toBe(jobs);
+    expect(deepest).toBe(1);
+  });
+
   it('keeps the slot of a job that never releases it until the job ends', async () => {
     const pool = new AsyncPool(1);
     const order: string[] = [];

@@ -151,6 +151,23 @@ describe('Worker on memory://', () => {
     expect(await (await quick.delay()).get({ timeout: 5000 })).toBe('quick');
   });
 
+  it("counts the soft limit from the run's start, not from the task's first await", async () => {
+    // 150 ms of synchronous work, then 250 ms asleep: a 0.3 s limit falls inside the sleep. A timer started only once
+    // the function first returned would fall at 450 ms, after the task ended.
+    const busyThenSleep = app.task(
+      'busy-then-sleep',
+      async (ctx) => {
+        const until = performance.now() + 150;
+        while (performance.now() < until);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        return ctx.signal.aborted ? (ctx.signal.reason as Error).name : 'not aborted';
+      },
+      { softTimeLimit: 0.3 },
+    );
+    await startWorker();
+    expect(await (await busyThenSleep.delay()).get({ timeout: 5000 })).toBe('SoftTimeLimitExceeded');
+  });
+
   it('discards expired and revoked tasks with a REVOKED result', async () => {
     let runs = 0;
     const job = app.task('job', () => ++runs);

@@ -15,6 +15,8 @@ export class AsyncPool implements Pool {
   #unfinished = 0;
   readonly #waiting: PoolJob[] = [];
   #idleWaiters: Array<() => void> = [];
+  /** In `#pump`: a job that ends inline releases its slot from inside the loop, which then takes the next job. */
+  #pumping = false;
 
   constructor(limit: number) {
     this.#limit = Math.max(1, Math.trunc(limit));
@@ -49,11 +51,15 @@ export class AsyncPool implements Pool {
     // Called at once rather than from a microtask: a task's run is already past every await before it, and the
     // extra hop cost two promises per task.
     try {
-      const value = context.task.invoke(context);
+      const value = this.invoke(context);
       return value instanceof Promise ? value : Promise.resolve(value);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  invoke(context: TaskContext): unknown {
+    return context.task.invoke(context);
   }
 
   grow(n: number): void {
@@ -79,6 +85,18 @@ export class AsyncPool implements Pool {
   }
 
   #pump(): void {
+    // Not re-entered: a task that returns at once releases its slot from within `job(release)` below, and pumping
+    // from there would nest one call per waiting job.
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      this.#startWaiting();
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #startWaiting(): void {
     while (this.#active < this.#limit && this.#waiting.length > 0) {
       const job = this.#waiting.shift() as PoolJob;
       this.#active++;
@@ -99,8 +117,15 @@ export class AsyncPool implements Pool {
           for (const resolve of waiters) resolve();
         }
       };
+      // A job may end inline (see `#pump`), and one that throws instead of rejecting still ends.
+      let ending: Promise<void>;
+      try {
+        ending = job(release);
+      } catch (error) {
+        ending = Promise.reject(error);
+      }
       // One continuation for either end (not a catch and a finally: two promises per task).
-      void job(release).then(finished, finished);
+      void ending.then(finished, finished);
     }
   }
 }

@@ -44,6 +44,11 @@ export interface Pool {
    * the child and replaces it. Without `kill`, any abort of `context.signal` but the soft limit is a kill.
    */
   run(context: TaskContext, kill?: AbortSignal): Promise<unknown>;
+  /**
+   * Pools that run tasks on this event loop: calls the task function now and returns what it returned, a value or a
+   * promise (what it throws, it throws), so a task that returns at once is settled without a promise.
+   */
+  invoke?(context: TaskContext): unknown;
   /** Adds `n` slots (children). */
   grow(n: number): void;
   /** Removes `n` slots; a child pool stops idle children now and busy ones when their task ends, never killing one. */

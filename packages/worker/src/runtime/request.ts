@@ -16,6 +16,14 @@ import { describeError } from '../errors/describe-error';
 
 type Outcome = 'succeeded' | 'failed' | 'retried' | 'rejected' | 'revoked' | 'ignored';
 
+/** What a job that had nothing left to wait for returns (shared: one resolved promise, not one per task). */
+const DONE: Promise<void> = Promise.resolve();
+
+/** A promise, or what `await` would treat as one. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value instanceof Promise || (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function');
+}
+
 /**
  * One received task message, from receipt to its final ack or reject: the policy Celery applies (early or late
  * acks, retries, time limits, revokes), with the result stored in Celery's format.
@@ -172,66 +180,113 @@ export class Request implements HeldTask {
   }
 
   /**
-   * Runs the task in the current pool slot. Never throws: every outcome is settled and stored here. `release` frees
+   * Runs the task in the current pool slot. Never rejects: every outcome is settled and stored here. `release` frees
    * the slot once the result is stored and callbacks are sent, so the next task does not wait for this one's ack.
+   * Not async: a task that returns at once, with nothing to store or send after it and acks late, runs and settles
+   * without a promise of its own (the ack's is what the pool waits for); under AsyncLocalStorage, which a worker
+   * running tasks enables, every promise costs a hook, and a flood of short tasks pays it per task.
    */
-  async execute(release: () => void): Promise<void> {
+  execute(release: () => void): Promise<void> {
     const { worker } = this;
-    if (this.dropIfStale()) return;
-    if (this.isRevoked()) {
-      await this.discardRevoked();
-      this.worker.state.taskReady(this);
-      return;
-    }
+    if (this.dropIfStale()) return DONE;
+    if (this.isRevoked()) return this.#discardRevokedReady();
     if (taskBodyPending(this.message)) {
       const unreadable = this.#readBody();
-      if (unreadable !== undefined) {
-        // Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering. It was
-        // announced (task-received), so monitors also hear that it ended: task-rejected, not requeued.
-        worker.state.taskReady(this);
-        await worker.rejectUnreadable(this.delivery, unreadable);
-        worker.emitTask('rejected', this, { requeue: false });
-        return;
-      }
+      if (unreadable !== undefined) return this.#refuseUnreadable(unreadable);
     }
     this.timeStart = Date.now() / 1000;
     worker.state.taskAccepted(this);
+    if (!this.acksLate || this.#trackStarted()) return this.#startThenRun(release);
+    worker.emitTask('started', this);
+    return this.#runAndSettle(release);
+  }
+
+  async #discardRevokedReady(): Promise<void> {
+    await this.discardRevoked();
+    this.worker.state.taskReady(this);
+  }
+
+  /**
+   * Refused before it runs, as a body read on receipt would have been: same reason, same dead-lettering. It was
+   * announced (task-received), so monitors also hear that it ended: task-rejected, not requeued.
+   */
+  async #refuseUnreadable(unreadable: unknown): Promise<void> {
+    const { worker } = this;
+    worker.state.taskReady(this);
+    await worker.rejectUnreadable(this.delivery, unreadable);
+    worker.emitTask('rejected', this, { requeue: false });
+  }
+
+  /** The early ack (acks on receipt) and the STARTED state, each awaited before the run, then the run. */
+  async #startThenRun(release: () => void): Promise<void> {
+    const { worker } = this;
     if (!this.acksLate) await this.#settle('ack');
     worker.emitTask('started', this);
     if (this.#trackStarted()) await this.#store('STARTED', { pid: process.pid, hostname: worker.hostname }, null);
+    return this.#runAndSettle(release);
+  }
 
+  #runAndSettle(release: () => void): Promise<void> {
+    const { worker } = this;
     const started = performance.now();
-    const timers: LongTimeout[] = [];
     this.#trace = startRunTrace(this.message, this.delivery.deliveryInfo, worker.app.conf.broker, worker.hostname);
+    const inline = this.#trace === undefined && this.#killReason === undefined ? worker.pool.invoke : undefined;
+    if (inline === undefined) return this.#ending((timers) => this.#runToOutcome(this.#run(timers, started), started, release));
+    // On the event loop, untraced: the task is called here, and one that returned (not a promise) settles inline.
+    let value: unknown;
+    try {
+      value = inline.call(worker.pool, this.#context());
+    } catch (error) {
+      return this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release));
+    }
+    if (isThenable(value)) return this.#ending((timers) => this.#runToOutcome(this.#limited(Promise.resolve(value), timers, started), started, release));
+    let after: Promise<void> | undefined;
+    try {
+      after = this.#afterSuccess(value, started, release);
+    } catch (error) {
+      return this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release));
+    }
+    if (after === undefined) {
+      this.#ended('succeeded');
+      return DONE;
+    }
+    return after.then(() => this.#ended('succeeded'));
+  }
+
+  /**
+   * Waits for the outcome `run` gives (it may start time-limit timers in the list it is handed), then ends the run:
+   * the timers cleared, the request ready (in a finally: a run that threw past every handler still frees it).
+   */
+  async #ending(run: (timers: LongTimeout[]) => Promise<Outcome>): Promise<void> {
+    const timers: LongTimeout[] = [];
     let outcome: Outcome;
     try {
       // With a span, the whole run, its result's storing and its callbacks happen with it active, so what they send
       // continues the trace; without one, no closure is made for it.
-      outcome = this.#trace ? await this.#trace.within(() => this.#runToOutcome(timers, started, release)) : await this.#runToOutcome(timers, started, release);
-    } finally {
+      outcome = this.#trace ? await this.#trace.within(() => run(timers)) : await run(timers);
+    } catch (error) {
       for (const timer of timers) timer.clear();
-      worker.state.taskReady(this);
+      this.worker.state.taskReady(this);
+      throw error;
     }
+    for (const timer of timers) timer.clear();
+    this.#ended(outcome);
+  }
+
+  /** The request is ready: no longer active; its span ends with the outcome. */
+  #ended(outcome: Outcome): void {
+    const { worker } = this;
+    worker.state.taskReady(this);
     this.#trace?.end(outcome, this.#failure, this.#retryReason);
     if (worker.log.enabled('debug')) worker.log.debug(`Task ${this.name}[${this.id}] ${outcome}`);
   }
 
-  /** Runs the task and settles it: stores the result or handles the error, sends what follows, acks. */
-  async #runToOutcome(timers: LongTimeout[], started: number, release: () => void): Promise<Outcome> {
-    const { worker } = this;
+  /** Waits for the run (`running`) and settles it: stores the result or handles the error, sends what follows, acks. */
+  async #runToOutcome(running: Promise<unknown>, started: number, release: () => void): Promise<Outcome> {
     try {
-      const value = await this.#run(timers);
-      worker.state.succeeded.add(this.id);
-      const runtime = (performance.now() - started) / 1000;
-      // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
-      if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${resultPreview(value)}`, this.logFields());
-      const storing = this.#store('SUCCESS', value, null);
-      if (storing) await storing;
-      worker.emitTask('succeeded', this, { result: value, runtime });
-      if (this.message.callbacks?.length || this.message.chain?.length) await sendCallbacks(worker.app, worker.log, this.message, value);
-      if (this.message.chord) await chordPartReturn(worker.app, worker.log, this.message, 'SUCCESS', value, this.#requestInfo());
-      release();
-      if (this.acksLate) await this.#settle('ack');
+      const value = await running;
+      const after = this.#afterSuccess(value, started, release);
+      if (after) await after;
       return 'succeeded';
     } catch (error) {
       // Kept for the run's span (which records the failure, or the retry's reason).
@@ -240,6 +295,35 @@ export class Request implements HeldTask {
       if (outcome === 'retried') this.#retryReason = error instanceof Retry ? (error.exc ?? error) : error;
       return outcome;
     }
+  }
+
+  /**
+   * What follows a run that returned `value`: the succeeded set, the result stored, `task-succeeded`, the callbacks
+   * and chord part sent, the slot released, the late ack. A promise only when there is something to wait for: the
+   * result's storing or what follows it (then all of it), else the ack's (none when acked early).
+   */
+  #afterSuccess(value: unknown, started: number, release: () => void): Promise<void> | undefined {
+    const { worker } = this;
+    worker.state.succeeded.add(this.id);
+    const runtime = (performance.now() - started) / 1000;
+    // Built only when it is written: a flood of short tasks would spend its time formatting lines nobody sees.
+    if (worker.log.enabled('info')) worker.log.log('info', `Task ${this.name}[${this.id}] succeeded in ${runtime.toFixed(6)}s: ${resultPreview(value)}`, this.logFields());
+    const storing = this.#store('SUCCESS', value, null);
+    const { message } = this;
+    if (storing || message.callbacks?.length || message.chain?.length || message.chord) return this.#storeThenFollow(storing, value, runtime, release);
+    worker.emitTask('succeeded', this, { result: value, runtime });
+    release();
+    return this.acksLate ? this.#settle('ack') : undefined;
+  }
+
+  async #storeThenFollow(storing: Promise<void> | undefined, value: unknown, runtime: number, release: () => void): Promise<void> {
+    const { worker, message } = this;
+    if (storing) await storing;
+    worker.emitTask('succeeded', this, { result: value, runtime });
+    if (message.callbacks?.length || message.chain?.length) await sendCallbacks(worker.app, worker.log, message, value);
+    if (message.chord) await chordPartReturn(worker.app, worker.log, message, 'SUCCESS', value, this.#requestInfo());
+    release();
+    if (this.acksLate) await this.#settle('ack');
   }
 
   /**
@@ -267,37 +351,60 @@ export class Request implements HeldTask {
     return 'failed';
   }
 
-  #run(timers: LongTimeout[]): Promise<unknown> {
-    const { message, task, worker } = this;
-    const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
-    const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
-    if (soft !== null && soft > 0) {
-      timers.push(
-        setLongTimeout(() => {
-          worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
-          this.#abortController().abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
-        }, soft * 1000),
-      );
-    }
+  /** The context the task function is called with; what it sends is kept as the result's `children`. */
+  #context(): TaskContext {
+    const { task, worker } = this;
     const taskLog = worker.taskLogger(this.name);
     const fields = this.logFields();
     const context = new TaskContext(worker.app, task, this.#requestInfo(), this.#signal, fields ? taskLog.with(fields) : taskLog);
     this.#children = context.children;
+    return context;
+  }
+
+  /** Runs the task in its pool, within its time limits (see `#limited`). */
+  #run(timers: LongTimeout[], started: number): Promise<unknown> {
+    const { worker } = this;
+    const context = this.#context();
     // The event loop cannot kill a function; child pools get a kill signal to end the child running it.
     const running = worker.pool.name === 'async' ? worker.pool.run(context) : worker.pool.run(context, (this.#kill ??= new AbortController()).signal);
-    // One promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
-    // three: this runs once per task.
+    return this.#limited(running, timers, started);
+  }
+
+  /**
+   * `running` within the task's time limits, counted from `started` (the run may have begun before this is called):
+   * one promise settled by whichever comes first — the run, the hard limit, a terminate — rather than a race of
+   * three. The soft limit only aborts the task's signal.
+   */
+  #limited(running: Promise<unknown>, timers: LongTimeout[], started: number): Promise<unknown> {
+    const { message, task, worker } = this;
+    const soft = message.softTimeLimit ?? task.options.softTimeLimit ?? worker.softTimeLimit(task.name);
+    const hard = message.timeLimit ?? task.options.timeLimit ?? worker.timeLimit(task.name);
+    const elapsedMs = performance.now() - started;
+    if (soft !== null && soft > 0) {
+      timers.push(
+        setLongTimeout(
+          () => {
+            worker.log.warning(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`);
+            this.#abortController().abort(new SoftTimeLimitExceeded(`Soft time limit (${soft}s) exceeded for ${this.name}[${this.id}]`));
+          },
+          Math.max(0, soft * 1000 - elapsedMs),
+        ),
+      );
+    }
     return new Promise<unknown>((resolve, reject) => {
       running.then(resolve, reject);
       if (hard !== null && hard > 0) {
         // An async function cannot be killed: on the hard limit we abort its signal, stop waiting, fail it and free
         // the slot. Thread and process pools also kill the child running it (the abort reaches `pool.run`).
         timers.push(
-          setLongTimeout(() => {
-            const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
-            this.#killWith(error);
-            reject(error);
-          }, hard * 1000),
+          setLongTimeout(
+            () => {
+              const error = new TimeLimitExceeded(`Hard time limit (${hard}s) exceeded for ${this.name}[${this.id}]`);
+              this.#killWith(error);
+              reject(error);
+            },
+            Math.max(0, hard * 1000 - elapsedMs),
+          ),
         );
       }
       // A terminate ends the run (the hard limit ends it above); a soft limit only aborts the signal.
