@@ -4,6 +4,7 @@ import { backoffCountdown, decodeEnvelope, MalformedEnvelope, pyString, type Sto
 import type { PendingAck } from './ack-batcher';
 import type { ClaimerHost, RedisClaim } from './redis-claim';
 import { ACK, RESTORE_INFLIGHT } from './lua-scripts';
+import { CommandBatch, type BatchReply } from './command-batch';
 import { quarantineRecord } from './quarantine';
 
 /**
@@ -168,14 +169,14 @@ export class NativeClaimer {
     );
     try {
       for (let round = 0; round < MAX_ROUNDS && plan.length > 0; round++) {
-        const pipe = commands.pipeline();
+        const pipe = new CommandBatch(commands);
         const first = round === 0;
         if (first && !acksDone) {
           const args: string[] = [];
           for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-          pipe.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+          pipe.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
         }
-        if (first) pipe.time();
+        if (first) pipe.call('time');
         // What each reply of the moves is: a registry entry (null: 1 when written now, 0 when this round ran before) or
         // a move from a source.
         const moves: Array<Source | null> = [];
@@ -185,15 +186,15 @@ export class NativeClaimer {
           const member = inflightMember(inflight, source.key);
           lists.push({ inflight, source: source.key, member });
           members.push(member);
-          pipe.zadd(registry, 'NX', registeredAt, member);
+          pipe.call('zadd', registry, 'NX', registeredAt, member);
           moves.push(null);
           for (let n = 0; n < source.count; n++) {
-            pipe.lmove(source.key, inflight, 'RIGHT', 'LEFT');
+            pipe.call('lmove', source.key, inflight, 'RIGHT', 'LEFT');
             moves.push(source);
           }
         }
-        for (const list of watched) pipe.llen(list.key);
-        const replies = (await pipe.exec()) ?? [];
+        for (const list of watched) pipe.call('llen', list.key);
+        const replies = await pipe.exec();
         let at = 0;
         if (first && !acksDone) {
           const [error, results] = replies[at++] ?? [];
@@ -300,28 +301,28 @@ export class NativeClaimer {
       }
     }
     const acks = host.takeAcks();
-    const tx = commands.pipeline();
+    const tx = new CommandBatch(commands);
     if (acks.length > 0) {
       const args: string[] = [];
       for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-      tx.evalsha(ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+      tx.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
     }
     if (message) {
       const unackedIndex = layout.scopedKey('unackedIndex', '');
       // The record before its index entry: a sweep between the two (a pipeline, not a transaction) finds no entry to
       // act on, never an entry without its record (which Kombu's restore drops). A fresh lease is no sweep's anyway.
-      if (1 + host.held() > PIN_ABOVE) tx.zadd(unackedIndex, 'NX', 'inf', PIN);
-      tx.hset(layout.scopedKey('unacked', ''), message.deliveryTag, unackedRecord(popped.raw, message.exchange, message.routingKey));
-      tx.zadd(unackedIndex, score, message.deliveryTag);
+      if (1 + host.held() > PIN_ABOVE) tx.call('zadd', unackedIndex, 'NX', 'inf', PIN);
+      tx.call('hset', layout.scopedKey('unacked', ''), message.deliveryTag, unackedRecord(popped.raw, message.exchange, message.routingKey));
+      tx.call('zadd', unackedIndex, score, message.deliveryTag);
     } else {
       host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(popped.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
-      tx.lpush(layout.scopedKey('quarantine', ''), quarantineRecord({ queue: popped.queue, key: popped.key, reason, raw: popped.raw }));
+      tx.call('lpush', layout.scopedKey('quarantine', ''), quarantineRecord({ queue: popped.queue, key: popped.key, reason, raw: popped.raw }));
     }
     const watched = layout.steps.flatMap((step) => [...new Set(queues)].map((queue) => layout.listKey(queue, step)));
-    for (const key of watched) tx.llen(key);
-    let replies: Array<[Error | null, unknown]>;
+    for (const key of watched) tx.call('llen', key);
+    let replies: BatchReply[];
     try {
-      replies = ((await tx.exec()) ?? []) as Array<[Error | null, unknown]>;
+      replies = await tx.exec();
     } catch (error) {
       if (acks.length > 0) host.acksFailed(acks, error);
       throw error;
@@ -447,16 +448,16 @@ export class NativeClaimer {
     const { layout } = host;
     let lastError: unknown;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
-      const multi = host.commands().multi();
+      const multi = new CommandBatch(host.commands(), { transaction: true });
       if (claims.length > 0) {
         const unackedIndex = layout.scopedKey('unackedIndex', '');
-        if (claims.length + host.held() > PIN_ABOVE) multi.zadd(unackedIndex, 'NX', 'inf', PIN);
-        multi.zadd(unackedIndex, ...index);
-        multi.hset(layout.scopedKey('unacked', ''), ...records);
+        if (claims.length + host.held() > PIN_ABOVE) multi.call('zadd', unackedIndex, 'NX', 'inf', PIN);
+        multi.call('zadd', unackedIndex, ...index);
+        multi.call('hset', layout.scopedKey('unacked', ''), ...records);
       }
-      if (bad.length > 0) multi.lpush(layout.scopedKey('quarantine', ''), ...bad);
-      multi.del(...lists.map((list) => list.inflight));
-      multi.zrem(layout.key('inflight'), ...members);
+      if (bad.length > 0) multi.call('lpush', layout.scopedKey('quarantine', ''), ...bad);
+      multi.call('del', ...lists.map((list) => list.inflight));
+      multi.call('zrem', layout.key('inflight'), ...members);
       try {
         await multi.exec();
         lastError = undefined;

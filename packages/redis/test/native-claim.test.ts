@@ -37,8 +37,9 @@ describe('native claims on a server without LMOVE (Redis before 6.2)', () => {
       get: (_target, name: string) =>
         name === 'exec'
           ? async () => sent.map((command) => (command === 'lmove' ? [new Error("ERR unknown command 'lmove'"), null] : command === 'time' ? [null, ['1', '2']] : command === 'zadd' ? [null, 1] : [null, 0]))
-          : (..._args: unknown[]) => {
-              sent.push(name);
+          : (...args: unknown[]) => {
+              // A client that is not a plain Redis one (this fake, a cluster) is sent batches through its pipeline.
+              sent.push(name === 'call' ? String(args[0]) : name);
               return pipeline;
             },
     });
