@@ -57,14 +57,8 @@ export class CommandBatch {
         (error: unknown): BatchReply => [error instanceof Error ? error : new Error(String(error)), undefined],
       ),
     );
-    // Corked: the commands leave in one write, as a pipeline's do.
-    const stream = client.status === 'ready' ? client.stream : undefined;
-    stream?.cork();
-    try {
-      for (const command of commands) void client.sendCommand(command);
-    } finally {
-      stream?.uncork();
-    }
+    const writer = new BatchWriter(client, commands.length);
+    for (const command of commands) void client.sendCommand(command, writer as never);
     const all = Promise.all(answers);
     if (!this.#transaction) return all;
     return all.then((replies) => {
@@ -79,5 +73,44 @@ export class CommandBatch {
     const pipeline = this.#transaction ? client.multi() : client.pipeline();
     for (const [name, args] of this.#commands) pipeline.call(name, ...args);
     return ((await pipeline.exec()) ?? []) as BatchReply[];
+  }
+}
+
+/**
+ * Where ioredis writes a batch's commands (the `stream` its `sendCommand` takes, marked as a pipeline's, as its
+ * `Pipeline` does): their text is joined and written to the connection once every command of the batch has written,
+ * whether now, from the offline queue once connected, or again after a reconnect (ioredis resends a batch nobody
+ * answered whole, and aborts one answered in part).
+ */
+class BatchWriter {
+  readonly isPipeline = true;
+  readonly destination: { redis: Redis };
+  readonly #size: number;
+  #pending: number;
+  #text = '';
+  #buffers: Buffer[] | undefined;
+
+  constructor(client: Redis, size: number) {
+    this.destination = { redis: client };
+    this.#size = size;
+    this.#pending = size;
+  }
+
+  write(writable: string | Buffer): boolean {
+    if (typeof writable === 'string') this.#text += writable;
+    else {
+      this.#buffers ??= [];
+      if (this.#text) this.#buffers.push(Buffer.from(this.#text, 'utf8'));
+      this.#text = '';
+      this.#buffers.push(writable);
+    }
+    if (--this.#pending > 0) return true;
+    const buffers = this.#buffers;
+    if (buffers && this.#text) buffers.push(Buffer.from(this.#text, 'utf8'));
+    const joined = buffers ? Buffer.concat(buffers) : this.#text;
+    this.#pending = this.#size;
+    this.#text = '';
+    this.#buffers = undefined;
+    return this.destination.redis.stream.write(joined);
   }
 }
