@@ -168,6 +168,24 @@ describe('Worker on memory://', () => {
     expect(await (await busyThenSleep.delay()).get({ timeout: 5000 })).toBe('SoftTimeLimitExceeded');
   });
 
+  it('finishes a task whose task-succeeded listener threw, late-acked and with a result to store', async () => {
+    // The run returned at once, so the request settles inline; a failure in what follows the success still ends the
+    // request (the result was stored before the event, so it stays SUCCESS) rather than leaving it active.
+    const quick = app.task('quick-listened', () => 1, { acksLate: true });
+    await startWorker();
+    let threw = false;
+    worker.on('task', (kind) => {
+      if (kind === 'succeeded' && !threw) {
+        threw = true;
+        throw new Error('a listener failed');
+      }
+    });
+    const result = await quick.delay();
+    expect(await result.get({ timeout: 5000 })).toBe(1);
+    await waitFor(() => threw && worker.state.active.size === 0 && worker.state.reserved.size === 0);
+    await worker.pool.drained();
+  });
+
   it('discards expired and revoked tasks with a REVOKED result', async () => {
     let runs = 0;
     const job = app.task('job', () => ++runs);

@@ -250,12 +250,17 @@ export class Request implements HeldTask {
       this.#ended('succeeded');
       return DONE;
     }
-    return after.then(() => this.#ended('succeeded'));
+    // What follows a success may fail (a callback that cannot be sent): handled as a failure of the run, as on the
+    // awaited path.
+    return after.then(
+      () => this.#ended('succeeded'),
+      (error: unknown) => this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release)),
+    );
   }
 
   /**
    * Waits for the outcome `run` gives (it may start time-limit timers in the list it is handed), then ends the run:
-   * the timers cleared, the request ready (in a finally: a run that threw past every handler still frees it).
+   * the timers cleared, the request ready (also when it threw past every handler).
    */
   async #ending(run: (timers: LongTimeout[]) => Promise<Outcome>): Promise<void> {
     const timers: LongTimeout[] = [];
