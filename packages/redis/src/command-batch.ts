@@ -25,10 +25,6 @@ export class CommandBatch {
     this.#transaction = options.transaction === true;
   }
 
-  get length(): number {
-    return this.#commands.length;
-  }
-
   call(name: string, ...args: Argument[]): this {
     this.#commands.push([name, args]);
     return this;
@@ -58,6 +54,7 @@ export class CommandBatch {
       ),
     );
     const writer = new BatchWriter(client, commands.length);
+    // ioredis types `sendCommand`'s second parameter as its own stream; any writer marked `isPipeline` is what it takes.
     for (const command of commands) void client.sendCommand(command, writer as never);
     const all = Promise.all(answers);
     if (!this.#transaction) return all;
