@@ -145,10 +145,8 @@ function decodePayload(message: EncodedTaskMessage, headers: Record<string, unkn
       contentEncoding: message.contentEncoding,
       compression: compressed ? compression : undefined,
     },
-    {
-      ...(options.accept === undefined ? {} : { accept: options.accept }),
-      ...(options.maxDecompressedSize === undefined ? {} : { maxDecompressedSize: options.maxDecompressedSize }),
-    },
+    // The registry reads `accept` and `maxDecompressedSize` from these options: passed as they are, not copied per task.
+    options,
   );
   const deepHeaders = checkHeaders && nestingDeeperThan(headers, MAX_NESTING_DEPTH);
   const mayNestDeep = compressed || message.body.length > MAX_NESTING_DEPTH;
