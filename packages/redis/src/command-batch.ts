@@ -37,14 +37,13 @@ export class CommandBatch {
   exec(): Promise<BatchReply[]> {
     const client = this.#client;
     if (!(client instanceof Redis)) return this.#viaPipeline(client);
-    const names = this.#transaction ? ['multi', ...this.#commands.map(([name]) => name), 'exec'] : this.#commands.map(([name]) => name);
-    const commands = names.map((name, index) => {
-      const args = this.#transaction ? (index === 0 || index === names.length - 1 ? [] : (this.#commands[index - 1] as [string, Argument[]])[1]) : (this.#commands[index] as [string, Argument[]])[1];
+    const entries: Array<[string, Argument[]]> = this.#transaction ? [['multi', []], ...this.#commands, ['exec', []]] : this.#commands;
+    const commands = entries.map(([name, args], index) => {
       const command = new Command(name, args, { replyEncoding: 'utf8' });
       // As ioredis's Pipeline marks them: on a reconnect, a batch answered in part is aborted rather than resent, and
       // the fragments of a transaction are never run outside it.
       command.pipelineIndex = index;
-      if (this.#transaction && index < names.length - 1) command.inTransaction = true;
+      if (this.#transaction && index < entries.length - 1) command.inTransaction = true;
       return command;
     });
     const answers = commands.map((command) =>

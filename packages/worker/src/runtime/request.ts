@@ -237,25 +237,30 @@ export class Request implements HeldTask {
     try {
       value = inline.call(worker.pool, this.#context());
     } catch (error) {
-      return this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release));
+      return this.#endFailed(error, started, release);
     }
     if (isThenable(value)) return this.#ending((timers) => this.#runToOutcome(this.#limited(Promise.resolve(value), timers, started), started, release));
     let after: Promise<void> | undefined;
     try {
       after = this.#afterSuccess(value, started, release);
     } catch (error) {
-      return this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release));
+      return this.#endFailed(error, started, release);
     }
     if (after === undefined) {
       this.#ended('succeeded');
       return DONE;
     }
-    // What follows a success may fail (a callback that cannot be sent): handled as a failure of the run, as on the
+    // What follows a success may throw (a `task-succeeded` listener): handled as a failure of the run, as on the
     // awaited path.
     return after.then(
       () => this.#ended('succeeded'),
-      (error: unknown) => this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release)),
+      (error: unknown) => this.#endFailed(error, started, release),
     );
+  }
+
+  /** What failed on the inline path, ended on the awaited one: handled as a run that threw `error`. */
+  #endFailed(error: unknown, started: number, release: () => void): Promise<void> {
+    return this.#ending(() => this.#runToOutcome(Promise.reject(error), started, release));
   }
 
   /**
