@@ -275,11 +275,11 @@ export class Request implements HeldTask {
       // continues the trace; without one, no closure is made for it.
       outcome = this.#trace ? await this.#trace.within(() => run(timers)) : await run(timers);
     } catch (error) {
-      for (const timer of timers) timer.clear();
       this.worker.state.taskReady(this);
       throw error;
+    } finally {
+      for (const timer of timers) timer.clear();
     }
-    for (const timer of timers) timer.clear();
     this.#ended(outcome);
   }
 
