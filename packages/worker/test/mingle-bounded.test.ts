@@ -18,7 +18,12 @@ describe('bounded Mingle', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   });
 
-  function newWorker(broker: string, hostname: string, heartbeatInterval = INTERVAL): { app: App; worker: Worker; messages: () => string[]; ran: string[] } {
+  function newWorker(
+    broker: string,
+    hostname: string,
+    heartbeatInterval = INTERVAL,
+    mingleTimeout = 0.3,
+  ): { app: App; worker: Worker; messages: () => string[]; ran: string[] } {
     const app = memoryApp(broker);
     const ran: string[] = [];
     app.task('bounded.record', (_ctx, id: string) => {
@@ -29,7 +34,7 @@ describe('bounded Mingle', () => {
       hostname,
       queues: [`q.${hostname}`],
       logger: log.logger,
-      steps: clusterSteps({ mingle: true, heartbeatInterval, gossipWatchers: 1, mingleTimeout: 0.3 }),
+      steps: clusterSteps({ mingle: true, heartbeatInterval, gossipWatchers: 1, mingleTimeout }),
     });
     cleanups.push(async () => {
       await worker.stop();
@@ -86,6 +91,21 @@ describe('bounded Mingle', () => {
     expect(earlyGossip?.deciding).toBe(true);
     await waitFor(() => earlyGossip?.watching === true, 5000, 'the worker with the lowest name to watch');
   });
+
+  it('a worker whose only neighbour is still deciding whether to watch is done with Mingle once that neighbour answered', async () => {
+    const broker = memoryBrokerName('mingle-bounded-deciding');
+    // Heartbeats every second: a decides for 1.5 s. Mingle's timeout of 30 s: b's start would last that long after
+    // a's reply, were the reply to name no watcher.
+    const a = newWorker(broker, 'a@test', 1, 30);
+    await a.worker.start();
+    const gossip = clusterOf(a.worker)?.gossip;
+    expect(gossip?.deciding).toBe(true);
+    expect(gossip?.mingleHints()?.watchers).toEqual(['a@test']);
+    const b = newWorker(broker, 'b@test', 1, 30);
+    await b.worker.start();
+    expect(b.messages()).toEqual(expect.arrayContaining(['mingle: sync with 1 nodes', 'mingle: sync complete']));
+    expect(clusterOf(b.worker)?.gossip?.state.workers.get('a@test')?.fields['sw_ident']).toBe('kq');
+  }, 10_000);
 
   it('a task revoked before a worker started is refused by it (Mingle brings the revoke)', async () => {
     const broker = memoryBrokerName('mingle-bounded-revoke');

@@ -230,10 +230,11 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   /**
    * What this worker tells a starting kq worker's bounded Mingle, or undefined when it leaves that to the watchers
    * (it is not one, and has decided so). Watchers: the kq workers with the lowest names among those alive, itself
-   * included.
+   * included. A worker still deciding names them as it knows them so far: without a name to wait for, the asker
+   * would collect replies until Mingle's timeout passed (a second, at every start beside a worker started within 3 s).
    */
   mingleHints(now: number = nowSeconds()): MingleHints | undefined {
-    if (!this.#watching || this.#stopped) return undefined;
+    if ((!this.#watching && !this.#deciding) || this.#stopped) return undefined;
     const alive = this.aliveWorkers(now);
     const kq = [this.hostname, ...alive.filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname)].sort(
       compareCodePoints,

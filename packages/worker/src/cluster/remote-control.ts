@@ -131,7 +131,8 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
         }
       }
       // A kq worker asking only the watchers (bounded Mingle): one that is not a watcher, and knows it, stays silent.
-      // Without Gossip, or while still deciding whether to watch, it answers: better one reply too many than none.
+      // Without Gossip, or while still deciding whether to watch, it answers: better one reply too many than none
+      // (a deciding one names the watchers it knows, so the asker need not wait out its timeout).
       const watchersOnly = args[HELLO_WATCHERS_ONLY] === true;
       const hints = watchersOnly ? context.gossip?.mingleHints() : undefined;
       if (watchersOnly && context.gossip && !context.gossip.deciding && !hints) return NO_REPLY;
