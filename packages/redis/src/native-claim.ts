@@ -453,7 +453,7 @@ export class NativeClaimer {
         const unackedIndex = layout.scopedKey('unackedIndex', '');
         if (claims.length + host.held() > PIN_ABOVE) multi.call('zadd', unackedIndex, 'NX', 'inf', PIN);
         multi.call('zadd', unackedIndex, ...index);
-        multi.call('hset', layout.scopedKey('unacked', ''), ...records);
+        multi.callInPieces('hset', layout.scopedKey('unacked', ''), records, 2);
       }
       if (bad.length > 0) multi.call('lpush', layout.scopedKey('quarantine', ''), ...bad);
       multi.call('del', ...lists.map((list) => list.inflight));

@@ -1,3 +1,6 @@
+import { CommandBatch, WRITE_PIECE_CHARS } from './command-batch';
+import type { RedisClient } from './connection-factory';
+
 /** Most envelopes sent in one LPUSH (keeps a single command, and Redis's time on it, bounded). */
 const MAX_VALUES = 1000;
 
@@ -113,4 +116,21 @@ export class PushBatcher {
       },
     );
   }
+}
+
+/**
+ * `LPUSH key ...values` as the batcher sends it: one command, or, when the values pass `WRITE_PIECE_CHARS` in all,
+ * one LPUSH per run of about that size, in order, in one write (a bulk publish of 1,000 envelopes would otherwise be
+ * one string of ~1 MB, which V8 keeps in memory mapped for it alone, faulted in page by page at every batch). Redis
+ * runs a connection's commands in order, so the list ends up as one LPUSH would leave it; a consumer may take from it
+ * between two of them, as between two publishes. Rejects with the first error.
+ */
+export async function lpushInPieces(client: RedisClient, key: string, values: readonly string[]): Promise<void> {
+  let chars = 0;
+  for (const value of values) chars += value.length;
+  if (chars <= WRITE_PIECE_CHARS) {
+    await client.lpush(key, ...values);
+    return;
+  }
+  for (const [error] of await new CommandBatch(client).callInPieces('lpush', key, values).exec()) if (error) throw error;
 }

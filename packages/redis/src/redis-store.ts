@@ -15,7 +15,7 @@ import {
 } from '@kq/core';
 import type { Cluster, Redis } from 'ioredis';
 import { AckBatcher, type PendingAck } from './ack-batcher';
-import { PushBatcher } from './push-batcher';
+import { lpushInPieces, PushBatcher } from './push-batcher';
 import { BlockingPool, type BlockingWaiter } from './blocking-pool';
 import { ClusterBlockingPool } from './cluster-blocking-pool';
 import { ClusterQueues } from './cluster-queues';
@@ -143,7 +143,7 @@ export class RedisStore implements VirtualStore {
     this.#queues = new RedisQueueAdmin(() => this.commands, settings.layout);
     if (settings.layout.cluster) this.#clusterQueues = new ClusterQueues(() => this.commands, settings.layout);
     this.deadLetters = new DeadLetterList(() => this.commands, settings.layout, settings.deadLetterMax ?? DEFAULT_DEAD_LETTER_MAX, settings.warn);
-    this.#pushes = new PushBatcher((key, values) => this.commands.lpush(key, ...values).catch(rethrowRecoverable));
+    this.#pushes = new PushBatcher((key, values) => lpushInPieces(this.commands, key, values).catch(rethrowRecoverable));
     this.#leases = new LeaseKeeper<RedisClaim>({
       intervalMs: settings.leaseRenewIntervalMs,
       renew: (claims) => this.#renew(claims),

@@ -9,7 +9,8 @@ import { runInNewContext } from 'node:vm';
 import { brokerReachable } from '@kq/test-harness';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandBatch } from '../src/command-batch';
+import { CommandBatch, inPieces, WRITE_PIECE_CHARS } from '../src/command-batch';
+import { lpushInPieces } from '../src/push-batcher';
 import { rawClient, uniquePrefix } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
@@ -53,6 +54,56 @@ describe.skipIf(!up)('CommandBatch', () => {
   it('rejects a transaction that a command made Redis discard', async () => {
     await expect(new CommandBatch(redis, { transaction: true }).call('set', `${prefix}.x`, 'v').call('nosuchcommand').exec()).rejects.toThrow(/EXECABORT/);
     expect(await redis.exists(`${prefix}.x`)).toBe(0);
+  });
+
+  it('writes a large batch in pieces of whole commands, no piece much longer than WRITE_PIECE_CHARS, in one corked write', async () => {
+    const key = `${prefix}.pieces`;
+    const records = Array.from({ length: 400 }, (_, index) => [`tag-${index}`, `record ${index} `.repeat(80)]).flat();
+    const writes: Array<string | Buffer> = [];
+    const stream = redis.stream;
+    const write = stream.write.bind(stream);
+    let corked = 0;
+    const cork = stream.cork.bind(stream);
+    stream.cork = () => {
+      corked++;
+      cork();
+    };
+    stream.write = ((chunk: string | Buffer, ...rest: never[]) => {
+      writes.push(chunk);
+      return write(chunk, ...rest);
+    }) as typeof stream.write;
+    try {
+      await new CommandBatch(redis, { transaction: true }).callInPieces('hset', key, records, 2).call('hlen', key).exec();
+    } finally {
+      stream.write = write as typeof stream.write;
+      stream.cork = cork;
+    }
+    expect(corked).toBe(1);
+    expect(writes.length).toBeGreaterThan(10); // ~400 KB of records
+    // A piece is whole commands; the longest is one HSET of about WRITE_PIECE_CHARS with its framing.
+    expect(Math.max(...writes.map((piece) => piece.length))).toBeLessThan(WRITE_PIECE_CHARS + 2_000);
+    expect(await redis.hlen(key)).toBe(400);
+    expect(await redis.hget(key, 'tag-399')).toBe(records[799]);
+  });
+
+  it('cuts items into runs of whole groups of about the size asked for', () => {
+    expect(inPieces(['aa', 'bb', 'cc', 'dd', 'ee'], 1, 4)).toEqual([['aa', 'bb'], ['cc', 'dd'], ['ee']]);
+    expect(inPieces(['f1', 'value1', 'f2', 'value2', 'f3', 'v3'], 2, 12)).toEqual([['f1', 'value1'], ['f2', 'value2', 'f3', 'v3']]);
+    // A group longer than the size asked for is a run of its own, never cut.
+    expect(inPieces(['x'.repeat(20), 'y'], 1, 10)).toEqual([['x'.repeat(20)], ['y']]);
+    expect(inPieces([], 2, 10)).toEqual([]);
+  });
+
+  it('pushes a bulk publish in LPUSHes of about WRITE_PIECE_CHARS, leaving the list as one LPUSH would', async () => {
+    const [one, pieces] = [`${prefix}.lpush-one`, `${prefix}.lpush-pieces`];
+    const values = Array.from({ length: 1000 }, (_, index) => `{"envelope": ${index}, "body": "${'x'.repeat(900)}"}`);
+    await redis.lpush(one, ...values);
+    const before = (await redis.info('commandstats')).match(/cmdstat_lpush:calls=(\d+)/)?.[1];
+    await lpushInPieces(redis, pieces, values);
+    const after = (await redis.info('commandstats')).match(/cmdstat_lpush:calls=(\d+)/)?.[1];
+    expect(Number(after) - Number(before)).toBeGreaterThan(25); // ~1 MB in pieces of 32 KB
+    expect(await redis.lrange(pieces, 0, -1)).toEqual(await redis.lrange(one, 0, -1));
+    await expect(lpushInPieces(redis, `${prefix}.pieces`, values)).rejects.toThrow(/WRONGTYPE/); // a hash: the first error
   });
 
   it('is not kept past the young generation: a claim loop of batches promotes little to the old one', async () => {
