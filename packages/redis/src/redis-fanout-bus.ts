@@ -36,9 +36,11 @@ export class RedisFanoutBus implements FanoutBus {
     subscriber.on('pmessage', (pattern: string, channel: string, data: string) => this.#receive(pattern, channel, data));
   }
 
-  async publish(exchange: string, routingKey: string, message: StoredMessage): Promise<void> {
+  /** Resolves to how many subscribers got the message; undefined on a cluster, where PUBLISH counts one node's. */
+  async publish(exchange: string, routingKey: string, message: StoredMessage): Promise<number | undefined> {
     const channel = this.#layout.publishChannel(exchange, routingKey);
-    await this.#publisher(exchange).publish(channel, encodeEnvelope(message));
+    const reached = await this.#publisher(exchange).publish(channel, encodeEnvelope(message));
+    return isCluster(this.#commands) ? undefined : reached;
   }
 
   /**

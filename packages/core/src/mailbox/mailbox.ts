@@ -199,8 +199,9 @@ export class Mailbox implements NodeMailbox {
       this.#collectors.set(ticket, collector);
       for (const reply of this.#unclaimed.get(ticket) ?? []) this.#accept(collector, reply);
       this.#unclaimed.delete(ticket);
-      // Mandatory: when no node's queue is bound to the exchange the broker says so at once, and there is no one
-      // to wait `timeout` for (a worker starting alone skips Mingle's second; `inspect` with no workers answers now).
+      // Mandatory: when no node's queue is bound to the exchange (on Redis: when no node listens, whatever the
+      // bindings of nodes killed without a word say) the broker says so at once, and there is no one to wait `timeout`
+      // for (a worker starting alone skips Mingle's second; `inspect` with no workers answers now).
       this.#publish(request, firstReplyTimeout, true).then(arm, (error: unknown) => {
         this.#collectors.delete(ticket);
         if (error instanceof UnroutableError) resolve(collector.replies);

@@ -204,7 +204,10 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
         throw new UnroutableError(exchange, routingKey);
       }
-      await this.transport.fanoutBus().publish(exchange, routingKey, storedMessage(exchange, routingKey, message));
+      const reached = await this.transport.fanoutBus().publish(exchange, routingKey, storedMessage(exchange, routingKey, message));
+      // A binding outlives a subscriber killed before it could unbind (a worker's pidbox queue): Mingle and `inspect`
+      // would wait out their timeout for the dead. Nobody reached is nobody to wait for.
+      if (options.mandatory && reached === 0) throw new UnroutableError(exchange, routingKey);
       return;
     }
     const queues = await this.#storingQueues(exchange, declared, routingKey, message.headers, options.mandatory);

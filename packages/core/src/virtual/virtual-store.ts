@@ -78,7 +78,11 @@ export interface VirtualStoreFeatures {
 
 /** PUB/SUB style fanout for stores where fanout copies are not stored (Redis). */
 export interface FanoutBus {
-  publish(exchange: string, routingKey: string, message: StoredMessage): Promise<void>;
+  /**
+   * Resolves, where the bus can tell, to how many subscribers the message reached (Redis: PUBLISH's count). A
+   * mandatory publish that reached none is unroutable, whatever bindings remain from subscribers gone without a word.
+   */
+  publish(exchange: string, routingKey: string, message: StoredMessage): Promise<number | void>;
   /** Delivers every message published to `exchange` whose routing key matches `bindingKey`, until unsubscribed. */
   subscribe(
     exchange: string,
