@@ -96,14 +96,15 @@ export function inPieces(items: readonly string[], stride = 1, chars = WRITE_PIE
   let run: string[] = [];
   let size = 0;
   for (let at = 0; at < items.length; at += stride) {
-    const group = items.slice(at, at + stride);
-    const length = group.reduce((sum, item) => sum + item.length, 0);
+    const end = Math.min(items.length, at + stride);
+    let length = 0;
+    for (let item = at; item < end; item++) length += (items[item] as string).length;
     if (run.length > 0 && size + length > chars) {
       runs.push(run);
       run = [];
       size = 0;
     }
-    run.push(...group);
+    for (let item = at; item < end; item++) run.push(items[item] as string);
     size += length;
   }
   if (run.length > 0) runs.push(run);
