@@ -137,7 +137,7 @@ class BatchWriter {
     else {
       if (this.#text) this.#pieces.push(this.#text);
       this.#text = '';
-      if (typeof writable === 'string' && writable.length < WRITE_PIECE_CHARS) this.#text = writable;
+      if (typeof writable === 'string') this.#text = writable;
       else this.#pieces.push(writable);
     }
     if (--this.#pending > 0) return true;
