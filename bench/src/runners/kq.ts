@@ -73,10 +73,10 @@ async function drain(spec: RunnerSpec): Promise<void> {
   if (spec.variant === 'traced') await registerTracing();
   // `untraced`: as if @opentelemetry/api were not installed — the baseline the other two kq drains are compared with.
   if (spec.variant === 'untraced') process.env['KQ_OTEL'] = 'off';
-  // The App loads the optional codecs (bzip2's compressjs) and the OpenTelemetry API from its constructor, in the
-  // background: loaded before the clock starts too, as the transport is above and as the other systems' modules are
-  // by their imports (50–150 ms of CPU on this machine, up to 7 µs of a 20,000-task drain's figure). The App makes no
-  // connection until the worker starts.
+  // The App loads the optional codecs (bzip2's compressjs) from its constructor, in the background, and the
+  // OpenTelemetry API there when an SDK is registered (the `traced` flavour): loaded before the clock starts too, as
+  // the transport is above and as the other systems' modules are by their imports (50–150 ms of CPU on this machine,
+  // up to 7 µs of a 20,000-task drain's figure). The App makes no connection until the worker starts.
   const app = createApp(spec, null);
   await app.codecsReady();
   await awaitGo();

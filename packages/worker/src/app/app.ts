@@ -20,7 +20,7 @@ import { withClusterSteps } from '../cluster/cluster-steps';
 import { DEFAULT_CONFIG, type AppConfig, type EtaStrategy } from '../config/config';
 import { Control } from '../control/control';
 import { currentTask } from '../send/current-task';
-import { loadOpenTelemetry } from '../telemetry/open-telemetry';
+import { openTelemetry } from '../telemetry/open-telemetry';
 import { startPublishTrace, withTraceHeaders, type PublishTrace } from '../telemetry/task-tracing';
 import { sendTaskSentEvent, taskSentFields } from '../events/task-sent';
 import { Logger } from '../log/logger';
@@ -87,12 +87,12 @@ export class App implements AppContract {
       // bzip2 is one of Kombu's built-in compressions, so any Celery client may send it: loaded whenever its optional
       // package (compressjs) is installed, named or not.
       .then(() => defaultSerializers.enable(['bzip2']).catch(() => undefined))
-      // OpenTelemetry too, when installed: the first send is then traced like every other.
-      .then(() => loadOpenTelemetry())
       .then(() => {
         this.#codecsLoaded = true;
       });
     this.#codecs.catch(() => undefined); // reported by codecsReady(), where it is awaited
+    // An SDK registered before the app was made (the usual order) has the API loaded now, not by the first send.
+    openTelemetry();
     this.router = new Router(this.conf);
     // The default queue's declaration is checked now (a delivery limit on a classic queue is refused at start-up).
     this.router.queue(this.conf.taskDefaultQueue);
