@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline/promises';
 import { KqError } from '@kq/core';
 
 /**
@@ -7,6 +6,7 @@ import { KqError } from '@kq/core';
  */
 export async function confirm(question: string, refusal: string): Promise<boolean> {
   if (!process.stdin.isTTY) throw new KqError(refusal);
+  const { createInterface } = await import('node:readline/promises'); // loaded by the commands that ask, not by every one
   const terminal = createInterface({ input: process.stdin, output: process.stdout });
   try {
     return /^y(es)?$/i.test((await terminal.question(`${question} [y/N] `)).trim());

@@ -1,4 +1,3 @@
-import { emitKeypressEvents } from 'node:readline';
 import { sanitizeUrl } from '@kq/core';
 import type { Command } from 'commander';
 import type { App } from '../app/app';
@@ -47,6 +46,7 @@ const HOME_AND_CLEAR = '\x1b[H\x1b[2J';
  * terminal the screen is printed as plain snapshots, so it can be piped or logged.
  */
 export async function startEventsMonitor(options: EventsMonitorOptions): Promise<EventsMonitor> {
+  const { emitKeypressEvents } = await import('node:readline'); // loaded by the monitor, not by every `kq` command
   const { app } = options;
   const out = options.out ?? process.stdout;
   const state = new ClusterState();

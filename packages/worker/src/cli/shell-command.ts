@@ -1,4 +1,3 @@
-import { start } from 'node:repl';
 import type { Command } from 'commander';
 import type { App } from '../app/app';
 import { globalOptions } from './global-options';
@@ -17,6 +16,8 @@ export function registerShellCommand(program: Command): void {
       const context = shellContext(app);
       console.log(`kq shell — app ${app.name}; in scope: ${Object.keys(context).join(', ')}`);
       if (app.conf.broker.startsWith('memory://')) console.log('No broker is configured (memory://): tasks sent from here run only on a worker started in this shell; pass -b to reach your fleet.');
+      // Loaded here, not with the CLI: every `kq` command would otherwise compile the REPL (~10 ms of a worker's start).
+      const { start } = await import('node:repl');
       const repl = start({ prompt: 'kq> ', terminal: process.stdin.isTTY === true && process.stdout.isTTY === true });
       Object.assign(repl.context, context);
       await new Promise<void>((resolve) => repl.once('exit', () => resolve()));

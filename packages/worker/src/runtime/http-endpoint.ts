@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HeldTask } from './held-task';
@@ -55,6 +55,8 @@ export class WorkerHttpEndpoint {
       }
     };
     this.#worker.on('task', this.#onTask);
+    // node:http is loaded by a worker that serves its endpoint, not by every one.
+    const { createServer } = await import('node:http');
     const server = createServer((request, response) => void this.#handle(request, response));
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
