@@ -110,7 +110,8 @@ class BatchReplies {
 /** What ioredis's `Command` has and its types keep private, used here as its own methods use them. */
 interface CommandInternals {
   transformed: boolean;
-  _clearTimers(): void;
+  /** Stops a `commandTimeout`'s timer (optional here: called from ioredis's reply handler, it must not throw). */
+  _clearTimers?: () => void;
 }
 
 /**
@@ -149,7 +150,7 @@ Object.defineProperty(BatchCommand.prototype, 'initPromise', {
 });
 
 function resolveInBatch(this: BatchCommand, value: unknown): void {
-  (this as unknown as CommandInternals)._clearTimers();
+  (this as unknown as CommandInternals)._clearTimers?.();
   let reply: unknown;
   try {
     reply = this.transformReply(value as Buffer);
@@ -162,7 +163,7 @@ function resolveInBatch(this: BatchCommand, value: unknown): void {
 }
 
 function rejectInBatch(this: BatchCommand, error: Error): void {
-  (this as unknown as CommandInternals)._clearTimers();
+  (this as unknown as CommandInternals)._clearTimers?.();
   this.batch.settle(this.place, [error instanceof Error ? error : new Error(String(error)), undefined]);
 }
 

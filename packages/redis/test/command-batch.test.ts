@@ -7,11 +7,12 @@
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { brokerReachable } from '@kq/test-harness';
-import type { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandBatch, inPieces, WRITE_PIECE_CHARS } from '../src/command-batch';
 import { lpushInPieces } from '../src/push-batcher';
-import { rawClient, uniquePrefix } from './helpers/redis-test-env';
+import { rawClient, redisUrl, uniquePrefix } from './helpers/redis-test-env';
 
 const up = await brokerReachable('redis');
 
@@ -49,6 +50,20 @@ describe.skipIf(!up)('CommandBatch', () => {
     expect(replies[0]).toEqual([null, 1]);
     expect(replies[1]).toEqual([null, 'v']);
     expect(String(replies[2]?.[0])).toMatch(/WRONGTYPE/);
+  });
+
+  it('fails a command ioredis timed out in its own place, once: the reply that comes later changes nothing', async () => {
+    const timed = new Redis(redisUrl(0), { commandTimeout: 100 });
+    try {
+      // A BLPOP that waits 0.6 s for nothing, then a PING answered after it: both time out at 100 ms.
+      const replies = await new CommandBatch(timed).call('blpop', `${prefix}.never`, 0.6).call('ping').exec();
+      expect(replies.map(([error]) => String(error))).toEqual(['Error: Command timed out', 'Error: Command timed out']);
+      await sleep(800); // the late replies (nil, PONG) reach commands already failed
+      expect(replies.map(([error]) => String(error))).toEqual(['Error: Command timed out', 'Error: Command timed out']);
+      expect(await new CommandBatch(timed).call('ping').exec()).toEqual([[null, 'PONG']]);
+    } finally {
+      timed.disconnect();
+    }
   });
 
   it('rejects a transaction that a command made Redis discard', async () => {
