@@ -2,7 +2,7 @@
 // a stop takes every child with it; their log lines are watched for readiness and for peers reported lost.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { processTreesCpuUs, processTreesRssBytes } from '../process-tree';
@@ -114,6 +114,7 @@ export class Fleet {
     const worker: FleetWorker = { name, child, spawnedAt: Date.now(), readyAt: undefined, mingleStartedAt: undefined, lostSeen: new Map() };
     // KQ_FLEET_LOG_DIR: every worker's output kept there, each line stamped with when the bench read it (ms).
     const logDir = process.env['KQ_FLEET_LOG_DIR'];
+    if (logDir) mkdirSync(logDir, { recursive: true }); // a folder named that does not exist yet is made, not a crash
     const logFile = logDir ? createWriteStream(join(logDir, `${name}.log`)) : undefined;
     logFile?.write(`${worker.spawnedAt} (spawned)\n`);
     const onLine = (line: string): void => {
