@@ -97,6 +97,7 @@ class BatchReplies {
     this.all = new Promise((resolve) => {
       this.#done = resolve;
     });
+    if (size === 0) this.#done(this.#replies); // nothing to wait for, as Promise.all([]) answers at once
   }
 
   /** The answer of the command at `place`; the first one counts (a command is answered once, or failed once). */

@@ -52,6 +52,10 @@ describe.skipIf(!up)('CommandBatch', () => {
     expect(String(replies[2]?.[0])).toMatch(/WRONGTYPE/);
   });
 
+  it('answers an empty batch at once, with no replies', async () => {
+    expect(await new CommandBatch(redis).exec()).toEqual([]);
+  });
+
   it('fails a command ioredis timed out in its own place, once: the reply that comes later changes nothing', async () => {
     const timed = new Redis(redisUrl(0), { commandTimeout: 100 });
     try {
