@@ -286,6 +286,22 @@ describe('compression', () => {
     expect(() => decompress(Buffer.from('not zlib'), 'zlib')).toThrow(DecodeError);
   });
 
+  it('refuses a bzip2 stream cut anywhere short of its end, as Python\'s bz2 does (EOFError), and reads it whole', async () => {
+    const bzip2 = await loadBzip2Compression();
+    const body = Buffer.from(JSON.stringify([[1, 2], {}, { callbacks: null, errbacks: null, chain: null, chord: null }]));
+    const packed = bzip2.compress(body);
+    for (let cut = 1; cut < packed.length; cut++) {
+      // compressjs alone gave back the whole body from a stream cut just before its end-of-stream marker, and an
+      // empty one from a header alone.
+      expect(() => bzip2.decompress(packed.subarray(0, cut)), `cut to ${cut} of ${packed.length} bytes`).toThrow();
+      expect(() => bzip2.decompress(packed.subarray(0, cut), 131_072), `cut to ${cut}, with a limit`).toThrow();
+    }
+    expect(bzip2.decompress(packed).equals(body)).toBe(true);
+    expect(bzip2.decompress(packed, 131_072).equals(body)).toBe(true);
+    // The last 10 bytes are the end-of-stream marker and the stream's CRC: what compressjs read as a whole body.
+    expect(() => bzip2.decompress(packed.subarray(0, packed.length - 10))).toThrow(/cut short/);
+  });
+
   it('stops a zip bomb at the limit without inflating it whole (zlib, brotli, bzip2)', async () => {
     const bzip2 = await loadBzip2Compression();
     const inflated = Buffer.alloc(1_000_000, 0x30);
