@@ -123,8 +123,8 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     await channel?.close().catch(() => undefined);
   }
 
-  async #start(): Promise<void> {
-    const channel = await this.connection.createChannel();
+  async #start(afterFailure = false): Promise<void> {
+    const channel = await this.connection.createChannel(undefined, { afterFailure });
     this.#channel = channel;
     channel.on('error', (error) => this.emit('error', error));
     channel.on('close', (error) => {
@@ -157,7 +157,7 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     await stale?.close().catch(() => undefined);
     for (let attempt = 1; this.#active; attempt++) {
       try {
-        await this.#start();
+        await this.#start(true);
         this.emit('recovered');
         return;
       } catch (error) {
