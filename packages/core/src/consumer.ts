@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from './connection';
-import { DecodeError, isUnreadableContent, KqError } from './errors';
+import { DecodeError, isUnreadableContent, KqError, QueueNotFound } from './errors';
 import { backoffCountdown } from './exponential-backoff';
 import type { Delivery } from './message';
 import { assertMessageSize } from './message-size';
@@ -9,6 +9,9 @@ import type { Queue } from './queue';
 import { defaultSerializers, type SerializerRegistry } from './serialization/serializer-registry';
 import type { Channel, ConsumerHandle } from './transport';
 import { TypedEmitter } from './typed-emitter';
+
+/** Declare-then-consume rounds when a declared queue is gone by the time it is consumed (see `#start`). */
+const DECLARE_AND_CONSUME_ATTEMPTS = 3;
 
 export interface ConsumerOptions {
   queues: readonly Queue[];
@@ -130,10 +133,24 @@ export class Consumer extends TypedEmitter<ConsumerEvents> {
     channel.on('close', (error) => {
       if (this.#active && this.#channel === channel && error) void this.#recover();
     });
-    if (this.#options.autoDeclare ?? true) {
+    const autoDeclare = this.#options.autoDeclare ?? true;
+    if (autoDeclare) {
       for (const queue of this.#queues) await this.connection.declare(queue, channel);
     }
-    if (this.#queues.length > 0) this.#handle = await this.#consumeOn(channel);
+    if (this.#queues.length === 0) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#handle = await this.#consumeOn(channel);
+        return;
+      } catch (error) {
+        // Declared a moment ago and gone already: a queue with an expiry (Celery's pidbox queues: 10 s) outlived by a
+        // process starved of CPU between declaring and consuming, as in a fleet starting on a busy machine.
+        if (!autoDeclare || attempt >= DECLARE_AND_CONSUME_ATTEMPTS || !(error instanceof QueueNotFound)) throw error;
+        const missing = this.#queues.find((queue) => queue.name === error.queue);
+        if (!missing) throw error;
+        await this.connection.declare(missing, channel);
+      }
+    }
   }
 
   #consumeOn(channel: Channel): Promise<ConsumerHandle> {
