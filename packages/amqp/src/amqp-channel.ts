@@ -97,9 +97,12 @@ export class AmqpChannel extends TypedEmitter<ChannelEvents> implements Channel,
       declareQueueOn(channel, queue),
     );
     this.#ctx.topology.addQueue(queue);
+    // One declaration per exchange, however many of the queue's bindings use it (Gossip binds four keys of one).
+    const declaredExchanges = new Set<string>();
     for (const binding of queue.bindings) {
       if (binding.exchange.name === '') continue; // every queue is bound to the default exchange already
-      await this.declareExchange(binding.exchange);
+      if (!declaredExchanges.has(binding.exchange.name)) await this.declareExchange(binding.exchange);
+      declaredExchanges.add(binding.exchange.name);
       await this.bindQueue(stats.queue, binding.exchange.name, binding.routingKey, { ...binding.arguments });
     }
     return stats;

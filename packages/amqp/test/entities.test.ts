@@ -69,6 +69,25 @@ describe.skipIf(!up)('entities and declaration errors', () => {
     expect(await channel.deleteQueue(queueName)).toBe(1);
   });
 
+  it('declares each exchange of a queue’s bindings once, however many bindings use it', async () => {
+    const events = track(new Exchange(name('once-x'), { type: 'topic', durable: false }));
+    const notices = track(new Exchange(name('once-y'), { type: 'topic', durable: false }));
+    const keys = ['worker.online', 'worker.offline', 'worker.elect', 'worker.elect.ack'];
+    const queue = track(new Queue(name('once'), { durable: false, bindings: [...keys.map((key) => new Binding(events, key)), new Binding(notices, 'worker.#')] }));
+    const declared: string[] = [];
+    const declareExchange = channel.declareExchange.bind(channel);
+    channel.declareExchange = (exchange) => (declared.push(exchange.name), declareExchange(exchange));
+    try {
+      await channel.declareQueue(queue);
+    } finally {
+      channel.declareExchange = declareExchange;
+    }
+    expect(declared).toEqual([events.name, notices.name]);
+    // Every binding is in place all the same.
+    for (const [exchange, key] of [...keys.map((key) => [events.name, key]), [notices.name, 'worker.x']]) await channel.publish(exchange as string, key as string, message(key as string));
+    await waitFor('five routed', async () => (await channel.checkQueue(queue.name)).messageCount === 5);
+  });
+
   it('refuses another connection’s exclusive queue with a clear error', async () => {
     const queueName = name('exclusive');
     await channel.declareQueue(new Queue(queueName, { durable: false, exclusive: true }));
