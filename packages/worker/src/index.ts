@@ -49,7 +49,7 @@ export { Autoscaler, type AutoscaleOptions, type AutoscalerInfo } from './pool/a
 export { POOL_CHILD_ENV } from './pool/child-protocol';
 export type { Pool, PoolJob, PoolKind, SchedulingStrategy } from './pool/pool';
 export { WorkerState } from './runtime/worker-state';
-export type { WorkerStep } from './runtime/bootstep';
+export type { StepFinishing, WorkerStep } from './runtime/bootstep';
 export * from './events/index';
 export * from './cluster/index';
 export * from './beat/index';

@@ -1,4 +1,4 @@
-import type { WorkerStep } from '../runtime/bootstep';
+import type { StepFinishing, WorkerStep } from '../runtime/bootstep';
 import type { WorkerHost } from '../runtime/worker-host';
 import type { ClusterContext } from './cluster-context';
 import { Gossip } from './gossip';
@@ -8,6 +8,7 @@ export class GossipStep implements WorkerStep {
   readonly name = 'Gossip';
   readonly #context: ClusterContext;
   #gossip: Gossip | undefined;
+  #starting: Promise<void> | undefined;
 
   constructor(context: ClusterContext) {
     this.#context = context;
@@ -17,7 +18,11 @@ export class GossipStep implements WorkerStep {
     return this.#gossip;
   }
 
-  async start(worker: WorkerHost): Promise<void> {
+  /**
+   * Starts following the fleet without holding up the steps after it: Gossip's queue is declared, bound and consumed
+   * while the control node and the task consumer start (the worker is ready once all have).
+   */
+  async start(worker: WorkerHost): Promise<StepFinishing | void> {
     if (!this.#context.owns(worker) || this.#context.options.gossip === false) return;
     const transport = await worker.app.connection.transport();
     if (!transport.capabilities.fanout) return;
@@ -27,6 +32,11 @@ export class GossipStep implements WorkerStep {
       ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval, heartbeatInterval }),
       ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
     });
+    this.#starting = this.#startGossip(worker, gossip);
+    return { finishing: this.#starting };
+  }
+
+  async #startGossip(worker: WorkerHost, gossip: Gossip): Promise<void> {
     try {
       await gossip.start(this.#context.neighbours);
     } catch (error) {
@@ -40,6 +50,7 @@ export class GossipStep implements WorkerStep {
   }
 
   async stop(): Promise<void> {
+    await this.#starting;
     const gossip = this.#gossip;
     this.#gossip = undefined;
     await gossip?.stop();

@@ -149,7 +149,9 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       exchange: notices,
       onError: (error) => this.worker.log.warning(`gossip: ${error.message}`),
     });
-    await this.#receiver.start();
+    // Declared, bound and consumed while the rest is set up (following heartbeats, while deciding, is a queue of its
+    // own): round trips side by side rather than one after another.
+    const receiving = this.#receiver.start();
     const now = nowSeconds();
     for (const [node, fields] of neighbours) {
       if (node === this.hostname) continue;
@@ -180,7 +182,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     this.#reconsider();
     this.#syncFollowing();
-    await this.#watchChange;
+    await Promise.all([receiving, this.#watchChange]);
     const interval = this.#options.interval ?? DEFAULT_GOSSIP_INTERVAL;
     // Lost workers are looked for at least twice per heartbeat interval, so one is reported within three of them.
     const period = Math.min(interval, this.#heartbeatInterval / 2);

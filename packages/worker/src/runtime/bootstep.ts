@@ -7,8 +7,18 @@ import type { WorkerHost } from './worker-host';
  */
 export interface WorkerStep {
   readonly name: string;
-  start(worker: WorkerHost): Promise<void>;
+  /**
+   * Starts the step. Work that nothing after it waits on (broker round trips, mostly) it may leave running and return
+   * as `{ finishing }`: the later steps, the control node and the task consumer start meanwhile, and the worker is
+   * ready once it has settled. `stop()` may come before it has; the step then waits for it.
+   */
+  start(worker: WorkerHost): Promise<void | StepFinishing>;
   stop(worker: WorkerHost): Promise<void>;
   /** Remote-control commands the step answers (merged over the worker's own). */
   commands?(worker: WorkerHost): Record<string, MailboxHandler>;
+}
+
+/** What a step's `start()` left running (see `WorkerStep.start`). It never rejects: the step reports its own failures. */
+export interface StepFinishing {
+  readonly finishing: Promise<void>;
 }

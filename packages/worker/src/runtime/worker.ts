@@ -199,19 +199,26 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     }
   }
 
-  /** The bootsteps, the control node and the task consumer, in that order; ready once they all run. */
+  /**
+   * The bootsteps in order, then the control node and the task consumer side by side; ready once they all run, and
+   * what the steps left finishing (Gossip's queue) has settled. Side by side, because each is a few broker round trips
+   * on channels of its own: one after another, a worker starting in a busy fleet waited for each in turn.
+   */
   async #startConsuming(transport: Transport): Promise<void> {
+    const finishing: Promise<void>[] = [];
     for (const step of this.#steps) {
-      await step.start(this);
+      const started = await step.start(this);
       this.#started.push(step);
+      if (started) finishing.push(started.finishing);
     }
     const connection = this.app.connection;
 
+    let listening: Promise<void> | undefined;
     if ((this.#options.enableRemoteControl ?? true) && transport.capabilities.fanout) {
       const commands = Object.assign(controlCommands(this), ...this.#steps.map((step) => step.commands?.(this) ?? {}));
       this.#node = this.app.control.mailbox.node(this.hostname, commands);
       this.#node.on('error', (error) => this.log.warning(`remote control: ${error.message}`));
-      await this.#node.listen();
+      listening = this.#node.listen();
     }
 
     const consumer = new Consumer(connection, {
@@ -235,7 +242,10 @@ export class Worker extends TypedEmitter<WorkerEvents> implements WorkerHost {
     });
     consumer.on('recovered', () => this.log.warning('consumer: channel lost and recovered; resuming'));
     this.#consumer = consumer;
-    await consumer.consume();
+    // All settled before any failure is thrown: the caller stops the worker then, and nothing may still be starting.
+    const outcomes = await Promise.allSettled([consumer.consume(), ...(listening ? [listening] : []), ...finishing]);
+    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     // Celery 5.5+'s DelayedDelivery step, once the consumer has declared the queues: where the broker has a shared
     // delay ladder, route its due messages for our queues to them.
     if (transport.prepareDelayedDelivery && needsBrokerDelayRoutes(await this.app.etaStrategy(), this.queues)) {
