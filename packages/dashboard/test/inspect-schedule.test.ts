@@ -76,6 +76,20 @@ describe('the inspect rounds', () => {
     expect(sorted(asked)).toEqual(sorted(INSPECT_METHODS));
   });
 
+  it('ask newcomers that come online while one is asked together, in one destination list', async () => {
+    const hosts = ['w1@host', 'w2@host', 'w3@host', 'w4@host'];
+    const { app, asked, destinations } = answeringApp(hosts);
+    const state = new FleetState();
+    const inspector = new WorkerInspector(app, state, 100);
+    // w1 is asked at once; w2, w3 and w4 come online while it is, and are asked together once it has answered.
+    const first = inspector.inspectNewcomer('w1@host');
+    await Promise.resolve();
+    const others = ['w2@host', 'w3@host', 'w4@host'].map((host) => inspector.inspectNewcomer(host));
+    expect(await Promise.all([first, ...others])).toEqual([true, true, true, true]);
+    expect(asked.length).toBe(2 * INSPECT_METHODS.length);
+    expect(new Set(destinations.map((destination) => destination?.join(',')))).toEqual(new Set(['w1@host', 'w2@host,w3@host,w4@host']));
+  });
+
   it('keep what a partial round did not ask from the round before', async () => {
     const { app } = answeringApp();
     const state = new FleetState();
