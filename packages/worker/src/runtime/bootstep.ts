@@ -18,7 +18,7 @@ export interface WorkerStep {
   commands?(worker: WorkerHost): Record<string, MailboxHandler>;
 }
 
-/** What a step's `start()` left running (see `WorkerStep.start`). It never rejects: the step reports its own failures. */
+/** What a step's `start()` left running (see `WorkerStep.start`); a rejection fails the worker's start as a throw would. */
 export interface StepFinishing {
   readonly finishing: Promise<void>;
 }
