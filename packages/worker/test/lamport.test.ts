@@ -11,7 +11,7 @@ import type { ReceivedEvent } from '../src/events/event';
 import { EventReceiver } from '../src/events/event-receiver';
 import { sendTaskSentEvent } from '../src/events/task-sent';
 import type { Worker } from '../src/runtime/worker';
-import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
+import { memoryApp, memoryBrokerName, recordingLogger, sleep, waitFor } from './fixtures/cluster/helpers';
 
 describe('Lamport clocks', () => {
   const broker = memoryBrokerName('lamport');
@@ -58,8 +58,15 @@ describe('Lamport clocks', () => {
 
   it('keeps the mailbox clock (pidbox headers) apart from the app clock (events, hello, inspect clock)', async () => {
     const [a, b] = workers as [Worker, Worker];
-    // Let the start-up events settle (each worker's Gossip adjusts to the other's worker-online).
+    // Let the start-up events settle: each worker's Gossip adjusts its clock to the other's worker-online and to the
+    // notice each sends once it has decided to watch (1.5 heartbeat intervals after its start, 3 s at most). The two
+    // decisions come milliseconds apart, so the clocks are read once both were made and the clock stayed put.
     await waitFor(() => clusterOf(a)?.gossip?.aliveWorkers().length === 1 && clusterOf(b)?.gossip?.aliveWorkers().length === 1, 5000, 'the workers to meet');
+    await waitFor(() => clusterOf(a)?.gossip?.deciding === false && clusterOf(b)?.gossip?.deciding === false, 5000, 'both workers to decide whether to watch');
+    for (let last = -1; a.app.clock.value !== last; ) {
+      last = a.app.clock.value;
+      await sleep(200);
+    }
     const appBefore = a.app.clock.value;
     const mailboxBefore = a.app.control.mailbox.clock.value;
     const replies = await monitorApp.control.broadcast('clock', { reply: true, destination: [a.hostname] });
