@@ -1,12 +1,11 @@
 // A step's start may leave work finishing (Gossip's queue): the control node and the task consumer start meanwhile,
 // side by side, and the worker is ready once all of it has. A fleet worker starting on a busy machine used to wait
 // for each broker round trip of each in turn.
-import { MemoryBroker } from '@kq/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App } from '../src/app/app';
-import { Logger } from '../src/log/logger';
+import type { App } from '../src/app/app';
 import type { StepFinishing, WorkerStep } from '../src/runtime/bootstep';
 import type { Worker } from '../src/runtime/worker';
+import { memoryApp, memoryBrokerName, recordingLogger, sleep } from './fixtures/cluster/helpers';
 
 /** A step whose start leaves a promise finishing that the test settles. */
 class SlowFinishingStep implements WorkerStep {
@@ -27,8 +26,6 @@ class SlowFinishingStep implements WorkerStep {
   }
 }
 
-const quiet = (): Logger => new Logger('test', { level: 'error', sink: () => undefined });
-
 describe('a step that leaves work finishing', () => {
   let app: App | undefined;
   let worker: Worker | undefined;
@@ -41,11 +38,11 @@ describe('a step that leaves work finishing', () => {
   });
 
   it('lets the control node and the task consumer start meanwhile; the worker is ready once it has finished', async () => {
-    MemoryBroker.reset('step-finishing');
-    app = new App('test', { broker: 'memory://step-finishing', backend: 'memory://step-finishing' });
+    const broker = memoryBrokerName('step-finishing');
+    app = memoryApp(broker, { backend: `memory://${broker}` });
     const add = app.task('add', (_ctx, a: number, b: number) => a + b);
     const step = new SlowFinishingStep();
-    worker = app.worker({ hostname: 'finishing@test', logger: quiet(), steps: [step] });
+    worker = app.worker({ hostname: 'finishing@test', logger: recordingLogger().logger, steps: [step] });
     let ready = false;
     worker.on('ready', () => (ready = true));
     const starting = worker.start();
@@ -53,7 +50,7 @@ describe('a step that leaves work finishing', () => {
     let pong: unknown[] = [];
     for (const deadline = Date.now() + 5000; pong.length === 0 && Date.now() < deadline; ) {
       pong = await app.control.ping({ timeout: 100 });
-      if (pong.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      if (pong.length === 0) await sleep(20);
     }
     expect(pong).toEqual([{ 'finishing@test': { ok: 'pong' } }]);
     expect(await (await add.delay(2, 3)).get({ timeout: 5000 })).toBe(5);
@@ -64,12 +61,11 @@ describe('a step that leaves work finishing', () => {
   });
 
   it('is waited for by its own stop when the worker stops before it finished', async () => {
-    MemoryBroker.reset('step-finishing-stop');
-    app = new App('test', { broker: 'memory://step-finishing-stop' });
+    app = memoryApp(memoryBrokerName('step-finishing-stop'));
     const step = new SlowFinishingStep();
-    worker = app.worker({ hostname: 'stopping@test', logger: quiet(), steps: [step] });
+    worker = app.worker({ hostname: 'stopping@test', logger: recordingLogger().logger, steps: [step] });
     const starting = worker.start();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
     const stopping = worker.stop();
     step.finish();
     await Promise.all([starting, stopping]);
