@@ -89,6 +89,18 @@ describe('Mailbox on the memory transport', () => {
     expect(replies.length).toBeLessThanOrEqual(3);
   });
 
+  it('says when nobody listened, and not when a node listened but stayed silent', async () => {
+    let nobody = 0;
+    const alone = await mailbox.broadcast('ping', { reply: true, timeout: 60_000, onNobodyListening: () => nobody++ });
+    expect(alone).toEqual([]);
+    expect(nobody).toBe(1); // and at once: were it the 60 s timeout, the test itself would time out
+
+    await startNode('a@host');
+    const silent = await mailbox.broadcast('shutdown', { reply: true, timeout: 50, onNobodyListening: () => nobody++ });
+    expect(silent).toEqual([]);
+    expect(nobody).toBe(1);
+  });
+
   it('selects nodes by glob and by regex pattern', async () => {
     await startNode('worker1@alpha');
     await startNode('worker2@alpha');

@@ -1,11 +1,12 @@
 // Bounded Mingle (issue #36): a starting kq worker asks only the Gossip watchers, who name the watchers and every
 // peer they know; the others merge its revoked set and stay silent. A revoke made before the worker started still
 // reaches it, and when no watcher answers it asks everyone as Celery does. kq workers on the memory transport.
-import { MemoryBroker, NO_REPLY, type MailboxNode } from '@kq/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryBroker, NO_REPLY, type Delivery, type MailboxNode } from '@kq/core';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../src/app/app';
 import { clusterOf } from '../src/cluster/cluster-context';
 import { clusterSteps } from '../src/cluster/cluster-steps';
+import { Gossip } from '../src/cluster/gossip';
 import { allWatchersAnswered, HELLO_WATCHERS_ONLY, WATCHERS_HELLO_WINDOW } from '../src/cluster/mingle';
 import type { Worker } from '../src/runtime/worker';
 import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
@@ -107,6 +108,56 @@ describe('bounded Mingle', () => {
     expect(clusterOf(b.worker)?.gossip?.state.workers.get('a@test')?.fields['sw_ident']).toBe('kq');
   }, 10_000);
 
+  it('a deciding neighbour names as watchers itself and the watchers it heard from, not every kq worker it knows', async () => {
+    // A fleet started together: a is deciding and has heard the heartbeat of 0@test, a kq worker starting too whose
+    // node was not listening when b's hello went out (here: never listens). Were a to name 0@test, the lowest name,
+    // b would wait for its answer until Mingle's timeout passed (30 s here).
+    const broker = memoryBrokerName('mingle-bounded-together');
+    const a = newWorker(broker, 'a@test', 1, 30);
+    await a.worker.start();
+    const gossip = clusterOf(a.worker)?.gossip;
+    expect(gossip?.deciding).toBe(true);
+    const at = Date.now() / 1000;
+    gossip?.onMessage({ type: 'worker-heartbeat', hostname: '0@test', clock: 1, freq: 1, timestamp: at, pid: 1, sw_ident: 'kq' }, heartbeatFrom('0@test'));
+    expect(gossip?.aliveWorkers().map((worker) => worker.hostname)).toEqual(['0@test']);
+    expect(gossip?.mingleHints()).toEqual({ watchers: ['a@test'], peers: ['0@test'] });
+
+    const b = newWorker(broker, 'b@test', 1, 30);
+    const started = Date.now();
+    await b.worker.start();
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(b.messages()).toEqual(expect.arrayContaining(['mingle: sync with 1 nodes', 'mingle: sync complete']));
+  }, 20_000);
+
+  it("a worker whose node listens before its Gossip has started names itself, so the asker need not wait", async () => {
+    // The control node and Gossip start side by side: a hello can reach the node first. Answered without a watcher's
+    // name, b would collect replies until Mingle's timeout passed (30 s here).
+    const broker = memoryBrokerName('mingle-bounded-starting');
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const start = Gossip.prototype.start;
+    const spy = vi.spyOn(Gossip.prototype, 'start').mockImplementation(async function (this: Gossip, ...args: Parameters<Gossip['start']>) {
+      if (this.hostname === 'a@test') await held;
+      return start.apply(this, args);
+    });
+    cleanups.push(async () => {
+      release();
+      spy.mockRestore();
+    });
+    const a = newWorker(broker, 'a@test', 1, 30);
+    const aStarted = a.worker.start();
+    await waitFor(() => (MemoryBroker.named(broker).bindings.get('celery.pidbox') ?? []).length === 1, 5000, "a's node to listen");
+    expect(clusterOf(a.worker)?.gossip).toBeUndefined();
+
+    const b = newWorker(broker, 'b@test', 1, 30);
+    await b.worker.start();
+    expect(b.messages()).toEqual(expect.arrayContaining(['mingle: sync with 1 nodes', 'mingle: sync complete']));
+    // a named itself as a watcher: b's Gossip knows it as a kq worker.
+    expect(clusterOf(b.worker)?.gossip?.state.workers.get('a@test')?.fields['sw_ident']).toBe('kq');
+    release();
+    await aStarted;
+  }, 20_000);
+
   it('a task revoked before a worker started is refused by it (Mingle brings the revoke)', async () => {
     const broker = memoryBrokerName('mingle-bounded-revoke');
     const [a] = (await fleetOfThree(broker)) as [ReturnType<typeof newWorker>];
@@ -176,3 +227,7 @@ describe('bounded Mingle', () => {
     expect(allWatchersAnswered([{ 'a@x': { kq_watchers: 'not a list' } }], 'me@x')).toBe(false);
   });
 });
+
+function heartbeatFrom(hostname: string): Delivery {
+  return { deliveryInfo: { routingKey: 'worker.heartbeat', exchange: 'celeryev' }, headers: { hostname } } as unknown as Delivery;
+}

@@ -1,8 +1,8 @@
 // Mingle (docs/wire.md#mingle-heartbeats-and-gossip): at start a worker says hello, adopts its neighbours' clock and
 // merges their revoked sets; its own hello carries its revoked set with float timestamps. Two kq workers on the memory
 // transport.
-import type { MailboxNode } from '@kq/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Mailbox, type BroadcastOptions, type MailboxNode } from '@kq/core';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../src/app/app';
 import { clusterSteps } from '../src/cluster/cluster-steps';
 import { syncWithNode } from '../src/cluster/mingle';
@@ -43,6 +43,32 @@ describe('Mingle', () => {
     expect(first.worker.state.revoked.has('revoked-by-second')).toBe(true);
     expect(second.messages()).toEqual(expect.arrayContaining(['mingle: searching for neighbors', 'mingle: sync with 1 nodes', 'mingle: sync complete']));
     expect(first.messages()).toContain('sync with second@test');
+  });
+
+  it('does not ask again when nobody listened, though a node starting too listens by then', async () => {
+    // Workers of a fleet started together: the first hello finds no node listening, and by the time a second hello
+    // would go out another starting worker listens. Asked Celery's way, it answers and the asker waits a full
+    // timeout of silence after it (here 0.2 s; 1 s by default), to learn nothing that worker did not just learn too.
+    const broker = memoryBrokerName('mingle-race');
+    const me = newWorker(broker, 'me@test');
+    const hellos: string[] = [];
+    const broadcast = Mailbox.prototype.broadcast;
+    const spy = vi.spyOn(Mailbox.prototype, 'broadcast').mockImplementation(async function (this: Mailbox, method: string, options?: BroadcastOptions) {
+      const replies = await broadcast.call(this, method, options);
+      if (method !== 'hello') return replies;
+      hellos.push(options?.arguments?.['kq_watchers_only'] === true ? 'watchers only' : 'everyone');
+      if (hellos.length === 1) {
+        const late = me.app.control.mailbox.node('late@test', { hello: () => ({ clock: 7, revoked: {} }) });
+        await late.listen();
+        cleanups.push(() => late.close());
+      }
+      return replies;
+    });
+    cleanups.push(async () => spy.mockRestore());
+
+    await me.worker.start();
+    expect(hellos).toEqual(['watchers only']);
+    expect(me.messages()).toContain('mingle: all alone');
   });
 
   it('ignores its own reply and logs the neighbours it cannot sync with', async () => {

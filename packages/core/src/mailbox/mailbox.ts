@@ -52,6 +52,11 @@ export interface BroadcastOptions {
   until?: (replies: readonly MailboxReply[]) => boolean;
   /** Called with each reply as it arrives. */
   callback?: (reply: MailboxReply) => void;
+  /**
+   * Called when no node listened to the request (the broker refused it as unroutable); the broadcast then resolves at
+   * once with no replies. Lets a caller tell "nobody there" from "nobody answered in time".
+   */
+  onNobodyListening?: () => void;
 }
 
 interface Collector {
@@ -204,8 +209,10 @@ export class Mailbox implements NodeMailbox {
       // for (a worker starting alone skips Mingle's second; `inspect` with no workers answers now).
       this.#publish(request, firstReplyTimeout, true).then(arm, (error: unknown) => {
         this.#collectors.delete(ticket);
-        if (error instanceof UnroutableError) resolve(collector.replies);
-        else reject(error);
+        if (error instanceof UnroutableError) {
+          options.onNobodyListening?.();
+          resolve(collector.replies);
+        } else reject(error);
       });
     });
   }

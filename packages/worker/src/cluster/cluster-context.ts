@@ -26,7 +26,10 @@ export function clusterOf(worker: WorkerHost): ClusterContext | undefined {
 export class ClusterContext {
   readonly options: ClusterOptions;
   dispatcher: EventDispatcher | undefined;
+  /** Set once Gossip has started. */
   gossip: Gossip | undefined;
+  /** True while the Gossip step starts (the control node may answer meanwhile). */
+  gossipStarting = false;
   /**
    * The other nodes Mingle heard of (those that answered its hello and the peers the watchers named), by node name,
    * with what is known of each (`sw_ident: 'kq'` for a watcher); empty without Mingle.
@@ -73,6 +76,7 @@ export class ClusterContext {
     if (owners.get(worker) === this) owners.delete(worker);
     this.dispatcher = undefined;
     this.gossip = undefined;
+    this.gossipStarting = false;
     this.neighbours = new Map();
   }
 

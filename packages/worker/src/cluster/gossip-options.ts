@@ -48,9 +48,3 @@ export const DEFAULT_GOSSIP_WATCHERS = 2;
  * worker learns the watchers from Mingle; the notices only matter when every watcher went at once.
  */
 export const WATCHING_NOTICE_INTERVALS = 5;
-
-/** What a watcher tells a starting kq worker's Mingle: whom it takes for the watchers, and every peer it knows alive. */
-export interface MingleHints {
-  watchers: string[];
-  peers: string[];
-}

@@ -32,6 +32,7 @@ export class GossipStep implements WorkerStep {
       ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval, heartbeatInterval }),
       ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
     });
+    this.#context.gossipStarting = true;
     this.#starting = this.#startGossip(worker, gossip);
     return { finishing: this.#starting };
   }
@@ -44,6 +45,8 @@ export class GossipStep implements WorkerStep {
       worker.log.error(`gossip: could not start, running without it: ${error instanceof Error ? error.message : String(error)}`);
       await gossip.stop().catch(() => undefined);
       return;
+    } finally {
+      this.#context.gossipStarting = false;
     }
     this.#gossip = gossip;
     this.#context.gossip = gossip;

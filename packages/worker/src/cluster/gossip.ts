@@ -8,11 +8,13 @@ import type { WorkerHost } from '../runtime/worker-host';
 import { compareCodePoints } from './code-point-order';
 import { Elections } from './elections';
 import { isLostBurst } from './lost-burst';
-import { DEFAULT_GOSSIP_INTERVAL, DEFAULT_GOSSIP_WATCHERS, WATCHING_NOTICE_INTERVALS, type ElectionHandler, type GossipEvents, type GossipOptions, type MingleHints } from './gossip-options';
+import { DEFAULT_GOSSIP_INTERVAL, DEFAULT_GOSSIP_WATCHERS, WATCHING_NOTICE_INTERVALS, type ElectionHandler, type GossipEvents, type GossipOptions } from './gossip-options';
+import { namedWatchers, type MingleHints } from './mingle-hints';
 import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
 export { DEFAULT_GOSSIP_INTERVAL, DEFAULT_GOSSIP_WATCHERS, WATCHING_NOTICE_INTERVALS } from './gossip-options';
-export type { ElectionHandler, GossipEvents, GossipOptions, MingleHints } from './gossip-options';
+export type { ElectionHandler, GossipEvents, GossipOptions } from './gossip-options';
+export type { MingleHints } from './mingle-hints';
 
 /** The longest a starting worker listens for the watchers before deciding whether to be one. */
 const MAX_DECISION_MS = 3000;
@@ -232,16 +234,18 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   /**
    * What this worker tells a starting kq worker's bounded Mingle, or undefined when it leaves that to the watchers
    * (it is not one, and has decided so). Watchers: the kq workers with the lowest names among those alive, itself
-   * included. A worker still deciding names them as it knows them so far: without a name to wait for, the asker
-   * would collect replies until Mingle's timeout passed (a second, at every start beside a worker started within 3 s).
+   * included. A worker still deciding names itself and the watchers it has heard from: without a name to wait for,
+   * the asker would collect replies until Mingle's timeout passed (a second, at every start beside a worker started
+   * within 3 s). It does not name the other kq workers it knows: in a fleet started together they are deciding too,
+   * and one whose node was not yet listening when the hello went out never answers, so the asker would wait the same.
    */
   mingleHints(now: number = nowSeconds()): MingleHints | undefined {
     if ((!this.#watching && !this.#deciding) || this.#stopped) return undefined;
     const alive = this.aliveWorkers(now);
-    const kq = [this.hostname, ...alive.filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname)].sort(
-      compareCodePoints,
-    );
-    return { watchers: this.#watchers === Infinity ? kq : kq.slice(0, this.#watchers), peers: alive.map((worker) => worker.hostname) };
+    const candidates = this.#watching
+      ? alive.filter((worker) => worker.fields['sw_ident'] === SOFTWARE_INFO.sw_ident).map((worker) => worker.hostname)
+      : [...this.#watchersSeen.keys()];
+    return { watchers: namedWatchers(this.hostname, candidates, this.#watchers), peers: alive.map((worker) => worker.hostname) };
   }
 
   /**

@@ -40,8 +40,8 @@ export interface MingleReply {
  * Celery asks every worker and waits until a second passes without a reply: in a fleet of N, every start costs N
  * replies, and a start takes as long as the slowest of them. A kq worker asks only the Gossip watchers (every live
  * worker holds the same revoked set, the watchers included) and stops once every watcher they name has answered;
- * Python workers answer too and are synced with as before. Should nobody answer (the watchers just went), it asks
- * again the way Celery does.
+ * Python workers answer too and are synced with as before. Should listeners stay silent (the watchers just went),
+ * it asks again the way Celery does; should nobody listen at all, it is alone and does not ask again.
  */
 export class MingleStep implements WorkerStep {
   readonly name = 'Mingle';
@@ -85,8 +85,12 @@ export async function mingle(worker: WorkerHost, timeoutMs = 1000, neighbours?: 
   });
   let replies: MailboxReply[];
   try {
-    replies = await sayHello(worker, mailbox, timeoutMs, true);
-    if (replies.length === 0) replies = await sayHello(worker, mailbox, timeoutMs, false);
+    let nobodyListened = false;
+    replies = await sayHello(worker, mailbox, timeoutMs, true, () => (nobodyListened = true));
+    // Asked again only when listeners stayed silent. With nobody listening there is no one to sync with: a worker
+    // whose node began listening since is starting too and knows no more than we do, and asking it Celery's way
+    // would cost the full timeout of silence (every worker of a fleet started together but the first).
+    if (replies.length === 0 && !nobodyListened) replies = await sayHello(worker, mailbox, timeoutMs, false);
   } catch (error) {
     log.warning(`mingle: could not reach the other workers: ${error instanceof Error ? error.message : String(error)}`);
     return [];
@@ -125,13 +129,14 @@ export async function mingle(worker: WorkerHost, timeoutMs = 1000, neighbours?: 
  * window (`WATCHERS_HELLO_WINDOW`), and collecting stops once every watcher named in the replies has answered; otherwise every worker answers and collecting stops when
  * `timeoutMs` passes without a reply, as Celery's.
  */
-function sayHello(worker: WorkerHost, mailbox: Mailbox, timeoutMs: number, watchersOnly: boolean): Promise<MailboxReply[]> {
+function sayHello(worker: WorkerHost, mailbox: Mailbox, timeoutMs: number, watchersOnly: boolean, onNobodyListening?: () => void): Promise<MailboxReply[]> {
   const args: Record<string, unknown> = { from_node: worker.hostname, revoked: worker.state.revoked.toWire() };
   if (!watchersOnly) return mailbox.broadcast('hello', { arguments: args, reply: true, timeout: timeoutMs });
   return mailbox.broadcast('hello', {
     arguments: { ...args, [HELLO_WATCHERS_ONLY]: true },
     reply: true,
     timeout: timeoutMs,
+    onNobodyListening,
     firstReplyTimeout: timeoutMs * WATCHERS_HELLO_WINDOW,
     until: (replies) => allWatchersAnswered(replies, worker.hostname),
   });

@@ -10,6 +10,8 @@ import type { WorkerHost } from '../runtime/worker-host';
 import { fleetCeleryRelease, redeliveredAsFleet, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
 import { HELLO_PEERS, HELLO_WATCHERS, HELLO_WATCHERS_ONLY } from './mingle';
+import { startingHints } from './mingle-hints';
+import { DEFAULT_GOSSIP_WATCHERS } from './gossip-options';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
 import { queueControlOf } from './queue-control';
@@ -132,9 +134,16 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
       }
       // A kq worker asking only the watchers (bounded Mingle): one that is not a watcher, and knows it, stays silent.
       // Without Gossip, or while still deciding whether to watch, it answers: better one reply too many than none
-      // (a deciding one names the watchers it knows, so the asker need not wait out its timeout).
+      // (a deciding one, or one whose Gossip is still starting, names the watchers it knows, so the asker need not
+      // wait out its timeout).
       const watchersOnly = args[HELLO_WATCHERS_ONLY] === true;
-      const hints = watchersOnly ? context.gossip?.mingleHints() : undefined;
+      const hints = !watchersOnly
+        ? undefined
+        : context.gossip
+          ? context.gossip.mingleHints()
+          : context.gossipStarting
+            ? startingHints(worker.hostname, context.neighbours, context.options.gossipWatchers ?? DEFAULT_GOSSIP_WATCHERS)
+            : undefined;
       if (watchersOnly && context.gossip && !context.gossip.deciding && !hints) return NO_REPLY;
       state.revoked.purge(); // do not hand expired ids to the other worker
       const reply: Record<string, unknown> = { revoked: state.revoked.toWire(), clock: app.clock.forward() };
