@@ -34,6 +34,11 @@ import { quarantineRecord } from './quarantine';
 const MAX_ROUNDS = 4;
 /** Moves sent beyond a list's last known length: what producers may have added since. */
 const SLACK = 16;
+/**
+ * The length of a list never measured. A small integer, not Infinity: lengths stay one kind of array for V8, where
+ * Infinity made the first claims' arrays doubles and the claim optimized on them was thrown away at the next.
+ */
+const UNMEASURED = -1;
 /** Attempts at putting back the in-flight lists of a claim that failed (the last ones 2 s apart). */
 const GIVE_BACK_ATTEMPTS = 35;
 /** Attempts at the recording MULTI before the claim fails (its messages then go back to their queues). */
@@ -151,7 +156,9 @@ export class NativeClaimer {
     let acksDone = acks.length === 0;
     /** This call's in-flight lists, one per round and source list. */
     const lists: InflightList[] = [];
-    const members: string[] = [...this.#idleMembers];
+    // Taken over, not copied: a copy of an empty array is an array of small integers to V8, and pushing a name into it
+    // threw the optimized claim away (one of the drain's costliest recompilations).
+    const members: string[] = this.#idleMembers;
     this.#idleMembers = [];
     const moved: Moved[] = [];
     let serverUs = 0;
@@ -160,13 +167,14 @@ export class NativeClaimer {
     const watched = layout.steps.flatMap((step) => unique.map((queue) => ({ queue, step, key: layout.listKey(queue, step) })));
     // The first round asks the most urgent step's lists (a message may have come to any list since), each for at most
     // what it held after this process's last moves plus SLACK.
-    const top = watched.filter((list) => list.step === watched[0]?.step);
-    let plan = planFrom(
-      top,
-      top.map((list) => this.#lengths.get(list.key) ?? Infinity),
-      max,
-      true,
-    );
+    const top: typeof watched = [];
+    const topLengths: number[] = [];
+    for (const list of watched) {
+      if (list.step !== watched[0]?.step) continue;
+      top.push(list);
+      topLengths.push(this.#lengths.get(list.key) ?? UNMEASURED);
+    }
+    let plan = planFrom(top, topLengths, max, true);
     try {
       for (let round = 0; round < MAX_ROUNDS && plan.length > 0; round++) {
         const pipe = new CommandBatch(commands);
@@ -223,11 +231,12 @@ export class NativeClaimer {
         for (let n = 0; runs.some(([, raws]) => n < raws.length); n++) {
           for (const [source, raws] of runs) if (n < raws.length) moved.push({ source, raw: raws[n] as string });
         }
-        const lengths = watched.map((list, index) => {
+        const lengths: number[] = [];
+        for (let index = 0; index < watched.length; index++) {
           const length = Number(replies[at + index]?.[1] ?? 0);
-          this.#noteLength(list.key, length);
-          return length;
-        });
+          this.#noteLength((watched[index] as (typeof watched)[number]).key, length);
+          lengths.push(length);
+        }
         plan = planFrom(watched, lengths, max - moved.length, false);
       }
     } catch (error) {
@@ -485,7 +494,7 @@ function share(sources: Source[], room: number): Source[] {
 }
 
 /**
- * Where the next round takes from: the most urgent priority step with messages (Infinity: never measured), `room`
+ * Where the next round takes from: the most urgent priority step with messages (or never measured), `room`
  * shared over its queues that have messages, each list asked for at most its length plus SLACK. When every list was empty, a `probe` (a claim's first round) asks the most urgent lists for SLACK each, as
  * messages may have come since; otherwise nothing.
  */
@@ -495,21 +504,29 @@ function planFrom(
   room: number,
   probe: boolean,
 ): Source[] {
-  if (room <= 0) return [];
-  let has = (index: number): boolean => (lengths[index] ?? 0) > 0;
+  // Every return is this one array (one allocation site): a literal `[]` here and a `map` result there are two kinds
+  // of array to V8, and the claim optimized on one was thrown away at the other.
+  const plan: Source[] = [];
+  if (room <= 0) return plan;
+  let has = (index: number): boolean => {
+    const length = lengths[index] ?? 0;
+    return length > 0 || length === UNMEASURED;
+  };
   let firstStep = watched.find((_, index) => has(index))?.step;
   if (firstStep === undefined) {
-    if (!probe) return [];
+    if (!probe) return plan;
     firstStep = watched[0]?.step;
     has = () => true;
   }
   const limit = new Map<string, number>();
   const lists = watched.flatMap((list, index) => {
     if (list.step !== firstStep || !has(index)) return [];
-    limit.set(list.key, (lengths[index] ?? 0) + SLACK);
+    const length = lengths[index] ?? 0;
+    if (length !== UNMEASURED) limit.set(list.key, length + SLACK);
     return [{ ...list, count: 0 }];
   });
-  return share(lists, room).map((source) => ({ ...source, count: Math.min(source.count, limit.get(source.key) ?? source.count) }));
+  for (const source of share(lists, room)) plan.push({ ...source, count: Math.min(source.count, limit.get(source.key) ?? source.count) });
+  return plan;
 }
 
 function isUnknownCommand(error: unknown): boolean {
