@@ -1,4 +1,4 @@
-import { Command, Redis } from 'ioredis';
+import { Command, Redis } from './ioredis-module';
 import type { RedisClient } from './connection-factory';
 
 /** One command's answer in a batch, as ioredis's `pipeline().exec()` gives it: the error, or the reply. */

@@ -1,4 +1,5 @@
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { Cluster, Redis } from './ioredis-module';
 import type { RedisEndpoint } from './broker-url';
 import type { ClusterNodeAddress } from './redis-options';
 import { guardClusterTls, guardTls } from './tls-guard';

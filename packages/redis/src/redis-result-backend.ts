@@ -12,7 +12,8 @@ import {
   waitForResultMeta,
   type ResultWaiter,
 } from '@kq/core';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import { Cluster, Redis } from './ioredis-module';
 import { parseBrokerUrl } from './broker-url';
 import { guardClusterTls, guardTls, tlsFailureFor } from './tls-guard';
 import { knownNodes } from './cluster-routing';
