@@ -27,6 +27,12 @@ export interface ReportInput {
 }
 
 const BROKER_TITLES: Record<BrokerKind, string> = { redis: 'Redis', amqp: 'RabbitMQ', postgres: 'PostgreSQL' };
+/** Where the profiles behind a broker's rows live: what kq spends per task, how it was measured, what was tried. */
+const BROKER_NOTES: Partial<Record<BrokerKind, string>> = {
+  redis: 'What Redis and the worker spend per task, how it was measured and what was tried: [PROFILE-redis.md](PROFILE-redis.md).',
+  postgres:
+    'How the PostgreSQL columns are measured: [README.md](README.md); what kq\'s claims, acks and round trips cost PostgreSQL, statement by statement, and what was tried: [PROFILE-postgres.md](PROFILE-postgres.md).',
+};
 
 export function renderMarkdown(input: ReportInput): string {
   const { outcomes, machine } = input;
@@ -65,6 +71,8 @@ export function renderMarkdown(input: ReportInput): string {
     const mine = outcomes.filter((o) => o.case.broker === broker);
     if (mine.length === 0) continue;
     out.push(`## ${BROKER_TITLES[broker]}`, '');
+    const notes = BROKER_NOTES[broker];
+    if (notes) out.push(notes, '');
     for (const workload of WORKLOADS) {
       const rows = mine.filter((o) => o.case.workload === workload);
       if (rows.length === 0) continue;
