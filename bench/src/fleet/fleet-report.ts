@@ -35,7 +35,7 @@ const OPEN = [
   '- Broker CPU per worker against Python\'s: 0.113 on Redis and 0.117 on RabbitMQ, with Python\'s measured in the',
   '  same run. Not the tenth. On Redis, 100 of the idle fleet\'s 126 commands a second at N = 200 are the heartbeat',
   '  PUBLISHes Celery\'s wire asks for; the other 26 (BRPOP timeouts, sweep-gate SETs, sweep scripts) cost about an',
-  '  eighth of Redis\'s CPU. On RabbitMQ, idle AMQP channels are not the cost: 200 connections with 1,200 idle',
+  '  eighth of Redis\'s command time. On RabbitMQ, idle AMQP channels are not the cost: 200 connections with 1,200 idle',
   '  channels opened on them cost the node 0.55 % of a core against 0.50 % with none (20 s windows), so sharing a kq',
   '  worker\'s channels, the idea the previous round left untried, would not move this figure. What the node spends',
   '  is per message, and at an idle fleet\'s rates mostly waking up: 100 messages a second of 600 bytes, one every',
