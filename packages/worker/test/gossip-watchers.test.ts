@@ -31,12 +31,12 @@ describe('Gossip watchers', () => {
   }
 
   /** A peer that is nothing but the events it sends; `stop()` makes it vanish without a word, as SIGKILL would. */
-  function fakePeer(broker: string, hostname: string, type: 'worker-heartbeat' | 'worker-watching'): { stop(): void } {
+  function fakePeer(broker: string, hostname: string, type: 'worker-heartbeat' | 'worker-watching', online = true): { stop(): void } {
     const app = memoryApp(broker);
     const exchange = type === 'worker-watching' ? gossipNoticeExchange(app.conf.eventExchange) : app.conf.eventExchange;
     const dispatcher = new EventDispatcher(app.connection, { hostname, clock: app.clock, exchange });
     const events = new EventDispatcher(app.connection, { hostname, clock: app.clock, exchange: app.conf.eventExchange });
-    events.send('worker-online', { freq: INTERVAL, sw_ident: 'kq', sw_ver: '0.1.0', sw_sys: 'Linux' });
+    if (online) events.send('worker-online', { freq: INTERVAL, sw_ident: 'kq', sw_ver: '0.1.0', sw_sys: 'Linux' });
     const timer = setInterval(() => dispatcher.send(type, { freq: INTERVAL, sw_ident: 'kq' }), INTERVAL * 1000);
     const stop = (): void => clearInterval(timer);
     cleanups.push(async () => {
@@ -101,6 +101,26 @@ describe('Gossip watchers', () => {
     expect(b.messages()).toContain('reported lost by a@test: z@test');
     expect(a.messages()).toContain('missed heartbeat from z@test');
     expect(gossipB.aliveWorkers().map((w) => w.hostname)).toEqual(['a@test']);
+  });
+
+  it('a worker whose coming online another missed is named in the watcher\'s next notice, and that one can tell it lost', async () => {
+    // z's worker-online never reaches b (here: z sends none; in a fleet, z became ready while b was still binding its
+    // Gossip queue), and b follows no heartbeats. Before, b never knew z, and dropped the watcher's report of its loss.
+    const broker = memoryBrokerName('gossip-joined');
+    const a = start(broker, 'a@test');
+    const b = start(broker, 'b@test');
+    await a.worker.start();
+    await b.worker.start();
+    const [gossipA, gossipB] = [findGossip(a.worker), findGossip(b.worker)];
+    await waitFor(() => gossipA.watching && !gossipB.followingHeartbeats && gossipB.aliveWorkers().length === 1, 5000, 'a to watch, b not');
+    const ghost = fakePeer(broker, 'z@test', 'worker-heartbeat', false);
+    await waitFor(() => gossipA.aliveWorkers().some((w) => w.hostname === 'z@test'), 5000, 'a to hear z');
+    await waitFor(() => gossipB.aliveWorkers().some((w) => w.hostname === 'z@test'), 5000, "b to learn of z from a's notice");
+    const lost: string[] = [];
+    gossipB.on('node-lost', (w) => lost.push(w.hostname));
+    ghost.stop();
+    await waitFor(() => lost.includes('z@test'), 5000, 'b to hear that z was lost');
+    expect(b.messages()).toContain('reported lost by a@test: z@test');
   });
 
   it('workers heard again after they were reported lost are announced in one notice at the next check', async () => {

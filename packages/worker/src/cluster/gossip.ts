@@ -69,6 +69,12 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   readonly #reportedLost = new Set<string>();
   /** Workers heard again since the last check, announced together in one `worker-found`. */
   readonly #found = new Map<string, Record<string, unknown>>();
+  /**
+   * A watcher's: workers it first heard from since its last `worker-watching` notice, named in the next one. A worker
+   * that became ready while another was still binding its Gossip queue is otherwise never known to that one (the
+   * others follow no heartbeats), which then cannot tell it lost when the watchers report it.
+   */
+  readonly #joined = new Map<string, Record<string, unknown>>();
   /** When the last check ran (seconds), to notice that this process itself was not running. */
   #lastCheck = 0;
   /** When this watcher first found a burst of workers silent (seconds); it reports them a heartbeat interval later. */
@@ -193,7 +199,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
     this.#timer.unref();
     this.#noticeTimer = setInterval(() => {
-      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#noticePeriod, ...SOFTWARE_INFO });
+      const nodes = this.#takeJoined();
+      if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#noticePeriod, ...SOFTWARE_INFO, nodes });
     }, this.#noticePeriod * 1000);
     this.#noticeTimer.unref();
   }
@@ -364,6 +371,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       const software = { sw_ident: event['sw_ident'], sw_ver: event['sw_ver'], sw_sys: event['sw_sys'] };
       // Its heartbeat interval is not the notices': a peer heard of only from them is taken to beat as this one does.
       this.#learn(from, this.state.workers.has(from) ? software : { freq: this.#heartbeatInterval, ...software }, now);
+      this.#learnNodes(nodes, now); // the workers that joined lately, in case this one missed their coming online
     } else if (type === 'worker-lost') {
       // In a burst, the workers this one takes for the watchers are kept until their own notices stop: one lagging
       // watcher's word would otherwise leave it short of watchers, and it would start following every heartbeat.
@@ -379,11 +387,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
         this.#forget(worker, `reported lost by ${from}:`);
       }
     } else if (type === 'worker-found') {
-      for (const node of nodes) {
-        if (!node || typeof node !== 'object') continue;
-        const { hostname, ...fields } = node as Record<string, unknown>;
-        if (typeof hostname === 'string' && hostname !== this.hostname) this.#learn(hostname, fields, now);
-      }
+      this.#learnNodes(nodes, now);
     }
     this.#reconsider(now);
   }
@@ -407,6 +411,23 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     this.worker.log.info(`${why} ${worker.hostname}`);
     this.state.workers.delete(worker.hostname);
     this.emit('node-lost', worker);
+  }
+
+  /** Learns the peers a notice names (`{hostname, ...fields}` each), this worker aside. */
+  #learnNodes(nodes: readonly unknown[], now: number): void {
+    for (const node of nodes) {
+      if (!node || typeof node !== 'object') continue;
+      const { hostname, ...fields } = node as Record<string, unknown>;
+      if (typeof hostname === 'string' && hostname !== this.hostname) this.#learn(hostname, fields, now);
+    }
+  }
+
+  /** The workers joined since the last notice and still alive, each named once: the map is emptied. */
+  #takeJoined(): Array<Record<string, unknown>> {
+    const nodes: Array<Record<string, unknown>> = [];
+    for (const [hostname, fields] of this.#joined) if (this.state.workers.has(hostname)) nodes.push({ hostname, ...fields });
+    this.#joined.clear();
+    return nodes;
   }
 
   /** A peer heard of other than by its own events: known (and alive) from now, as if it had sent a heartbeat. */
@@ -489,6 +510,9 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       return;
     }
     const event = prepareEvent(raw, this.clock, { localize: false });
+    if (this.#watching && !this.state.workers.has(event.hostname) && event.type !== 'worker-offline') {
+      this.#joined.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] });
+    }
     if (this.#reportedLost.delete(event.hostname) && this.#watching && event.type === 'worker-heartbeat') {
       this.#found.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] }); // announced at the next check
     }
