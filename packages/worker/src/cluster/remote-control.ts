@@ -10,7 +10,7 @@ import type { WorkerHost } from '../runtime/worker-host';
 import { fleetCeleryRelease, redeliveredAsFleet, revokedReplyText } from './fleet-version';
 import { MemorySamples } from './memory-samples';
 import { HELLO_PEERS, HELLO_WATCHERS, HELLO_WATCHERS_ONLY } from './mingle';
-import { startingHints } from './mingle-hints';
+import { startingHints, type MingleHints } from './mingle-hints';
 import { DEFAULT_GOSSIP_WATCHERS } from './gossip-options';
 import type { ClusterContext } from './cluster-context';
 import { queueAsDict } from './queue-as-dict';
@@ -137,13 +137,7 @@ export function remoteControlCommands(worker: WorkerHost, context: ClusterContex
       // (a deciding one, or one whose Gossip is still starting, names the watchers it knows, so the asker need not
       // wait out its timeout).
       const watchersOnly = args[HELLO_WATCHERS_ONLY] === true;
-      const hints = !watchersOnly
-        ? undefined
-        : context.gossip
-          ? context.gossip.mingleHints()
-          : context.gossipStarting
-            ? startingHints(worker.hostname, context.neighbours, context.options.gossipWatchers ?? DEFAULT_GOSSIP_WATCHERS)
-            : undefined;
+      const hints = watchersOnly ? helloHints(worker, context) : undefined;
       if (watchersOnly && context.gossip && !context.gossip.deciding && !hints) return NO_REPLY;
       state.revoked.purge(); // do not hand expired ids to the other worker
       const reply: Record<string, unknown> = { revoked: state.revoked.toWire(), clock: app.clock.forward() };
@@ -349,4 +343,11 @@ function optionalSeconds(value: unknown): number | null {
   if (value === null || value === undefined || value === '') return null;
   const seconds = Number(value);
   return Number.isFinite(seconds) ? seconds : null;
+}
+
+/** What this worker names in its reply to a kq worker's watchers-only hello: its Gossip's hints, or while Gossip starts its own. */
+function helloHints(worker: WorkerHost, context: ClusterContext): MingleHints | undefined {
+  if (context.gossip) return context.gossip.mingleHints();
+  if (context.gossipStarting) return startingHints(worker.hostname, context.neighbours, context.options.gossipWatchers ?? DEFAULT_GOSSIP_WATCHERS);
+  return undefined;
 }
