@@ -9,7 +9,7 @@ import { clusterOf } from '../src/cluster/cluster-context';
 import { gossipNoticeExchange, type Gossip } from '../src/cluster/gossip';
 import { EventDispatcher } from '../src/events/event-dispatcher';
 import type { Worker } from '../src/runtime/worker';
-import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
+import { heartbeatFrom, memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const INTERVAL = 0.05;
 
@@ -170,10 +170,6 @@ describe('Gossip watchers', () => {
     expect(gossipC.watching).toBe(false);
   });
 });
-
-function heartbeatFrom(hostname: string): Delivery {
-  return { deliveryInfo: { routingKey: 'worker.heartbeat', exchange: 'celeryev' }, headers: { hostname } } as unknown as Delivery;
-}
 
 function findGossip(worker: Worker): Gossip {
   const gossip = clusterOf(worker)?.gossip;

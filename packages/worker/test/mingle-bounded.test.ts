@@ -1,7 +1,7 @@
 // Bounded Mingle (issue #36): a starting kq worker asks only the Gossip watchers, who name the watchers and every
 // peer they know; the others merge its revoked set and stay silent. A revoke made before the worker started still
 // reaches it, and when no watcher answers it asks everyone as Celery does. kq workers on the memory transport.
-import { MemoryBroker, NO_REPLY, type Delivery, type MailboxNode } from '@kq/core';
+import { MemoryBroker, NO_REPLY, type MailboxNode } from '@kq/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../src/app/app';
 import { clusterOf } from '../src/cluster/cluster-context';
@@ -9,7 +9,7 @@ import { clusterSteps } from '../src/cluster/cluster-steps';
 import { Gossip } from '../src/cluster/gossip';
 import { allWatchersAnswered, HELLO_WATCHERS_ONLY, WATCHERS_HELLO_WINDOW } from '../src/cluster/mingle';
 import type { Worker } from '../src/runtime/worker';
-import { memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
+import { heartbeatFrom, memoryApp, memoryBrokerName, recordingLogger, waitFor } from './fixtures/cluster/helpers';
 
 const INTERVAL = 0.05;
 
@@ -227,7 +227,3 @@ describe('bounded Mingle', () => {
     expect(allWatchersAnswered([{ 'a@x': { kq_watchers: 'not a list' } }], 'me@x')).toBe(false);
   });
 });
-
-function heartbeatFrom(hostname: string): Delivery {
-  return { deliveryInfo: { routingKey: 'worker.heartbeat', exchange: 'celeryev' }, headers: { hostname } } as unknown as Delivery;
-}
