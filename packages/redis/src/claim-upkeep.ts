@@ -2,6 +2,7 @@ import type { PendingAck } from './ack-batcher';
 import type { RedisClient } from './connection-factory';
 import type { KeyLayout } from './key-layout';
 import { ACK, RENEW } from './lua-scripts';
+import { settleArguments } from './redis-claim';
 import type { RedisClaim } from './redis-claimer';
 
 /**
@@ -33,9 +34,7 @@ export class ClaimUpkeep {
   }
 
   async #sendAcksOf(commands: RedisClient, scope: string, acks: ReadonlyArray<PendingAck<RedisClaim>>): Promise<void> {
-    const args: string[] = [];
-    for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-    const results = (await ACK.run(commands, this.#keys(scope), args)) as number[];
+    const results = (await ACK.run(commands, this.#keys(scope), settleArguments(acks))) as number[];
     // 0 (gone already) is done too: an ack ioredis re-sent after a reconnect, or of a message a sweep took back.
     acks.forEach((ack, index) => ack.settle(results[index] !== -1));
   }

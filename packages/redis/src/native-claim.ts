@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffCountdown, decodeEnvelope, MalformedEnvelope, pyString, type StoredMessage } from '@kq/core';
 import type { PendingAck } from './ack-batcher';
-import type { ClaimerHost, RedisClaim } from './redis-claim';
+import { settleArguments, type ClaimerHost, type RedisClaim } from './redis-claim';
 import { ACK, RESTORE_INFLIGHT } from './lua-scripts';
 import { CommandBatch, type BatchReply } from './command-batch';
+import { planFrom, UNMEASURED, watchedLists, type Source, type WatchedList } from './claim-plan';
 import { quarantineRecord } from './quarantine';
 
 /**
@@ -32,13 +33,6 @@ import { quarantineRecord } from './quarantine';
 
 /** A claim moves messages in at most this many round trips (a list ran short, or a more urgent one was empty). */
 const MAX_ROUNDS = 4;
-/** Moves sent beyond a list's last known length: what producers may have added since. */
-const SLACK = 16;
-/**
- * The length of a list never measured. A small integer, not Infinity: lengths stay one kind of array for V8, where
- * Infinity made the first claims' arrays doubles and the claim optimized on them was thrown away at the next.
- */
-const UNMEASURED = -1;
 /** Attempts at putting back the in-flight lists of a claim that failed (the last ones 2 s apart). */
 const GIVE_BACK_ATTEMPTS = 35;
 /** Attempts at the recording MULTI before the claim fails (its messages then go back to their queues). */
@@ -59,14 +53,6 @@ class ClaimReplayed extends Error {
   constructor() {
     super('a claim round ran twice: the connection dropped before its replies, and ioredis sent it again');
   }
-}
-
-/** A list a claim round moves messages from. */
-interface Source {
-  queue: string;
-  step: number;
-  key: string;
-  count: number;
 }
 
 interface Moved {
@@ -147,11 +133,13 @@ export class NativeClaimer {
    * what was moved is handed there as soon as the moves are answered, while the record is on its way (see `#record`).
    */
   async claim(queues: readonly string[], max: number, early?: (claims: RedisClaim[]) => void): Promise<NativeClaimReply> {
+    // The per-message loops live in small functions of their own (below): this async function runs once a batch, and
+    // with them inside, TurboFan compiled it whole (its awaits' state machine and every inlined call) in 54–138 ms of
+    // a 20,000-task drain's second of CPU (bench/PROFILE-redis.md).
     const host = this.#host;
     const { layout } = host;
     const commands = host.commands();
     const registry = layout.key('inflight');
-    const unique = [...new Set(queues)];
     const acks = host.takeAcks();
     let acksDone = acks.length === 0;
     /** This call's in-flight lists, one per round and source list. */
@@ -164,43 +152,17 @@ export class NativeClaimer {
     let serverUs = 0;
     // Every list of the queues, most urgent step first: their lengths (read after each round's moves) say where the
     // next round takes from, and how many moves the next claim sends (a move that finds the list empty is wasted).
-    const watched = layout.steps.flatMap((step) => unique.map((queue) => ({ queue, step, key: layout.listKey(queue, step) })));
-    // The first round asks the most urgent step's lists (a message may have come to any list since), each for at most
-    // what it held after this process's last moves plus SLACK.
-    const top: typeof watched = [];
-    const topLengths: number[] = [];
-    for (const list of watched) {
-      if (list.step !== watched[0]?.step) continue;
-      top.push(list);
-      topLengths.push(this.#lengths.get(list.key) ?? UNMEASURED);
-    }
-    let plan = planFrom(top, topLengths, max, true);
+    const watched = watchedLists(layout.steps, queues, layout);
+    let plan = this.#firstPlan(watched, max);
     try {
       for (let round = 0; round < MAX_ROUNDS && plan.length > 0; round++) {
         const pipe = new CommandBatch(commands);
         const first = round === 0;
         if (first && !acksDone) {
-          const args: string[] = [];
-          for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-          pipe.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
+          pipe.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...settleArguments(acks));
         }
         if (first) pipe.call('time');
-        // What each reply of the moves is: a registry entry (null: 1 when written now, 0 when this round ran before) or
-        // a move from a source.
-        const moves: Array<Source | null> = [];
-        const registeredAt = Date.now();
-        for (const source of plan) {
-          const inflight = `${registry}.${this.#token}.${this.#seq++}`;
-          const member = inflightMember(inflight, source.key);
-          lists.push({ inflight, source: source.key, member });
-          members.push(member);
-          pipe.call('zadd', registry, 'NX', registeredAt, member);
-          moves.push(null);
-          for (let n = 0; n < source.count; n++) {
-            pipe.call('lmove', source.key, inflight, 'RIGHT', 'LEFT');
-            moves.push(source);
-          }
-        }
+        const moves = this.#queueMoves(pipe, plan, registry, lists, members);
         for (const list of watched) pipe.call('llen', list.key);
         const replies = await pipe.exec();
         let at = 0;
@@ -216,28 +178,8 @@ export class NativeClaimer {
           serverUs = Number(seconds) * 1_000_000 + Number(micros);
           this.#clockOffsetUs = serverUs - Date.now() * 1000;
         }
-        // Handed out interleaved, the first of each list, then the second of each..., as the claim script serves queues.
-        const taken = new Map<Source, string[]>();
-        for (const source of moves) {
-          const [error, raw] = replies[at++] ?? [];
-          if (error) throw error;
-          if (source === null && Number(raw) !== 1) throw new ClaimReplayed();
-          if (source === null || typeof raw !== 'string') continue;
-          const list = taken.get(source);
-          if (list) list.push(raw);
-          else taken.set(source, [raw]);
-        }
-        const runs = [...taken];
-        for (let n = 0; runs.some(([, raws]) => n < raws.length); n++) {
-          for (const [source, raws] of runs) if (n < raws.length) moved.push({ source, raw: raws[n] as string });
-        }
-        const lengths: number[] = [];
-        for (let index = 0; index < watched.length; index++) {
-          const length = Number(replies[at + index]?.[1] ?? 0);
-          this.#noteLength((watched[index] as (typeof watched)[number]).key, length);
-          lengths.push(length);
-        }
-        plan = planFrom(watched, lengths, max - moved.length, false);
+        at = takeMoved(replies, at, moves, moved);
+        plan = planFrom(watched, this.#readLengths(replies, at, watched), max - moved.length, false);
       }
     } catch (error) {
       if (!acksDone) host.acksFailed(acks, error);
@@ -261,6 +203,55 @@ export class NativeClaimer {
       return { claims: [], quarantined: 0 };
     }
     return this.#record(moved, lists, members, serverUs, early);
+  }
+
+  /**
+   * The first round asks the most urgent step's lists (a message may have come to any list since), each for at most
+   * what it held after this process's last moves plus SLACK.
+   */
+  #firstPlan(watched: readonly WatchedList[], max: number): Source[] {
+    const top: WatchedList[] = [];
+    const topLengths: number[] = [];
+    const step = watched[0]?.step;
+    for (const list of watched) {
+      if (list.step !== step) continue;
+      top.push(list);
+      topLengths.push(this.#lengths.get(list.key) ?? UNMEASURED);
+    }
+    return planFrom(top, topLengths, max, true);
+  }
+
+  /**
+   * A round's registry entries and moves, added to `pipe`; what each reply will be: a registry entry (null: 1 when
+   * written now, 0 when this round ran before) or a move from a source.
+   */
+  #queueMoves(pipe: CommandBatch, plan: readonly Source[], registry: string, lists: InflightList[], members: string[]): Array<Source | null> {
+    const moves: Array<Source | null> = [];
+    const registeredAt = Date.now();
+    for (const source of plan) {
+      const inflight = `${registry}.${this.#token}.${this.#seq++}`;
+      const member = inflightMember(inflight, source.key);
+      lists.push({ inflight, source: source.key, member });
+      members.push(member);
+      pipe.call('zadd', registry, 'NX', registeredAt, member);
+      moves.push(null);
+      for (let n = 0; n < source.count; n++) {
+        pipe.call('lmove', source.key, inflight, 'RIGHT', 'LEFT');
+        moves.push(source);
+      }
+    }
+    return moves;
+  }
+
+  /** The lists' lengths after a round's moves (its last replies, from `at`), remembered for the next claim. */
+  #readLengths(replies: readonly BatchReply[], at: number, watched: readonly WatchedList[]): number[] {
+    const lengths: number[] = [];
+    for (let index = 0; index < watched.length; index++) {
+      const length = Number(replies[at + index]?.[1] ?? 0);
+      this.#noteLength((watched[index] as WatchedList).key, length);
+      lengths.push(length);
+    }
+    return lengths;
   }
 
   /**
@@ -311,11 +302,7 @@ export class NativeClaimer {
     }
     const acks = host.takeAcks();
     const tx = new CommandBatch(commands);
-    if (acks.length > 0) {
-      const args: string[] = [];
-      for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-      tx.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...args);
-    }
+    if (acks.length > 0) tx.call('evalsha', ACK.sha, 2, layout.scopedKey('unacked', ''), layout.scopedKey('unackedIndex', ''), ...settleArguments(acks));
     if (message) {
       const unackedIndex = layout.scopedKey('unackedIndex', '');
       // The record before its index entry: a sweep between the two (a pipeline, not a transaction) finds no entry to
@@ -375,9 +362,8 @@ export class NativeClaimer {
     let answers = results as number[];
     if (error) {
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      const args: string[] = [];
-      for (const ack of acks) args.push(ack.target.tag, ack.target.score);
-      answers = (await ACK.run(host.commands(), [host.layout.scopedKey('unacked', ''), host.layout.scopedKey('unackedIndex', '')], args)) as number[];
+      const keys = [host.layout.scopedKey('unacked', ''), host.layout.scopedKey('unackedIndex', '')];
+      answers = (await ACK.run(host.commands(), keys, settleArguments(acks))) as number[];
     }
     acks.forEach((ack, index) => host.settleAck(ack, answers[index] as number));
   }
@@ -398,27 +384,7 @@ export class NativeClaimer {
     early?: (claims: RedisClaim[]) => void,
   ): Promise<NativeClaimReply> {
     const host = this.#host;
-    const { layout } = host;
-    const score = leaseScore(host.leaseUs, host.visibilityUs, serverUs);
-    const index: string[] = [];
-    const records: string[] = [];
-    const bad: string[] = [];
-    const claims: RedisClaim[] = [];
-    for (const { source, raw } of moved) {
-      let message: StoredMessage;
-      try {
-        message = decodeEnvelope(raw, { queue: source.queue });
-      } catch (error) {
-        const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
-        host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(source.queue)} to ${layout.scopedKey('quarantine', '')}: ${reason}`);
-        bad.push(quarantineRecord({ queue: source.queue, key: source.key, reason, raw }));
-        continue;
-      }
-      const tag = message.deliveryTag;
-      index.push(score, tag);
-      records.push(tag, unackedRecord(raw, message.exchange, message.routingKey));
-      claims.push({ queue: source.queue, message, step: source.step, raw, tag, noAck: false, score });
-    }
+    const { claims, index, records, bad } = this.#recordsOf(moved, leaseScore(host.leaseUs, host.visibilityUs, serverUs));
     const recorded = this.#sendRecord(claims, index, records, bad, lists, members);
     if (early && claims.length > 0) {
       // One continuation for the batch, not one per claim.
@@ -443,6 +409,35 @@ export class NativeClaimer {
     await recorded;
     for (const claim of claims) host.hold(claim);
     return { claims, quarantined: bad.length };
+  }
+
+  /**
+   * The claims of what was moved, each decoded once, with Kombu's records of them (`unacked_index` scores and
+   * `unacked` entries as command arguments) and the quarantine records of envelopes that cannot be read. Its own
+   * function, not a loop inside the async `#record`, for the reason `claim` gives.
+   */
+  #recordsOf(moved: readonly Moved[], score: string): { claims: RedisClaim[]; index: string[]; records: string[]; bad: string[] } {
+    const host = this.#host;
+    const index: string[] = [];
+    const records: string[] = [];
+    const bad: string[] = [];
+    const claims: RedisClaim[] = [];
+    for (const { source, raw } of moved) {
+      let message: StoredMessage;
+      try {
+        message = decodeEnvelope(raw, { queue: source.queue });
+      } catch (error) {
+        const reason = error instanceof MalformedEnvelope ? error.reason : String(error);
+        host.warn(`kq/redis: moved an unreadable message from queue ${JSON.stringify(source.queue)} to ${host.layout.scopedKey('quarantine', '')}: ${reason}`);
+        bad.push(quarantineRecord({ queue: source.queue, key: source.key, reason, raw }));
+        continue;
+      }
+      const tag = message.deliveryTag;
+      index.push(score, tag);
+      records.push(tag, unackedRecord(raw, message.exchange, message.routingKey));
+      claims.push({ queue: source.queue, message, step: source.step, raw, tag, noAck: false, score });
+    }
+    return { claims, index, records, bad };
   }
 
   async #sendRecord(
@@ -486,47 +481,29 @@ export class NativeClaimer {
   }
 }
 
-/** `room` shared out over the sources in order (the first ones get the remainder). */
-function share(sources: Source[], room: number): Source[] {
-  const each = Math.floor(room / sources.length);
-  const extra = room % sources.length;
-  return sources.map((source, index) => ({ ...source, count: each + (index < extra ? 1 : 0) })).filter((source) => source.count > 0);
-}
-
 /**
- * Where the next round takes from: the most urgent priority step with messages (or never measured), `room`
- * shared over its queues that have messages, each list asked for at most its length plus SLACK. When every list was empty, a `probe` (a claim's first round) asks the most urgent lists for SLACK each, as
- * messages may have come since; otherwise nothing.
+ * Reads a round's moves from its replies (from `at`) into `moved`, interleaved as the claim script serves queues (the
+ * first of each list, then the second of each...); answers where the replies after them start. Throws a move's
+ * error, and `ClaimReplayed` when a registry entry was there already.
  */
-function planFrom(
-  watched: ReadonlyArray<{ queue: string; step: number; key: string }>,
-  lengths: readonly number[],
-  room: number,
-  probe: boolean,
-): Source[] {
-  // Every return is this one array (one allocation site): a literal `[]` here and a `map` result there are two kinds
-  // of array to V8, and the claim optimized on one was thrown away at the other.
-  const plan: Source[] = [];
-  if (room <= 0) return plan;
-  let has = (index: number): boolean => {
-    const length = lengths[index] ?? 0;
-    return length > 0 || length === UNMEASURED;
-  };
-  let firstStep = watched.find((_, index) => has(index))?.step;
-  if (firstStep === undefined) {
-    if (!probe) return plan;
-    firstStep = watched[0]?.step;
-    has = () => true;
+function takeMoved(replies: readonly BatchReply[], at: number, moves: ReadonlyArray<Source | null>, moved: Moved[]): number {
+  const taken = new Map<Source, string[]>();
+  for (const source of moves) {
+    const [error, raw] = replies[at++] ?? [];
+    if (error) throw error;
+    if (source === null && Number(raw) !== 1) throw new ClaimReplayed();
+    if (source === null || typeof raw !== 'string') continue;
+    const list = taken.get(source);
+    if (list) list.push(raw);
+    else taken.set(source, [raw]);
   }
-  const limit = new Map<string, number>();
-  const lists = watched.flatMap((list, index) => {
-    if (list.step !== firstStep || !has(index)) return [];
-    const length = lengths[index] ?? 0;
-    if (length !== UNMEASURED) limit.set(list.key, length + SLACK);
-    return [{ ...list, count: 0 }];
-  });
-  for (const source of share(lists, room)) plan.push({ ...source, count: Math.min(source.count, limit.get(source.key) ?? source.count) });
-  return plan;
+  const runs = [...taken];
+  let longest = 0;
+  for (const [, raws] of runs) longest = Math.max(longest, raws.length);
+  for (let n = 0; n < longest; n++) {
+    for (const [source, raws] of runs) if (n < raws.length) moved.push({ source, raw: raws[n] as string });
+  }
+  return at;
 }
 
 function isUnknownCommand(error: unknown): boolean {

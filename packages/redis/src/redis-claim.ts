@@ -29,6 +29,13 @@ export interface RedisClaim extends Claim {
   recording?: Promise<boolean> | undefined;
 }
 
+/** The ACK script's arguments for a batch of settles (lua/prelude.lua's `settle_many`): each claim's tag and score. */
+export function settleArguments(acks: ReadonlyArray<PendingAck<RedisClaim>>): string[] {
+  const args: string[] = [];
+  for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+  return args;
+}
+
 /** What the claimer needs of its store. */
 export interface ClaimerHost {
   readonly layout: KeyLayout;

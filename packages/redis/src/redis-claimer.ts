@@ -3,7 +3,7 @@ import { backoffCountdown, ConnectionLost, MalformedEnvelope, decodeEnvelope, ty
 import type { BlockingWaiter } from './blocking-pool';
 import { CLAIM, QUARANTINE } from './lua-scripts';
 import { NativeClaimer, type PoppedEnvelope } from './native-claim';
-import type { ClaimerHost, RedisClaim } from './redis-claim';
+import { settleArguments, type ClaimerHost, type RedisClaim } from './redis-claim';
 
 export type { ClaimerHost, RedisClaim } from './redis-claim';
 import { quarantineRecord } from './quarantine';
@@ -259,8 +259,7 @@ export class RedisClaimer {
     else args.push(0);
     // Waiting acks ride along (one call instead of two), except in the cluster layout, where they may be of any queue.
     const acks = layout.cluster ? [] : host.takeAcks();
-    args.push(acks.length);
-    for (const ack of acks) args.push(ack.target.tag, ack.target.score);
+    args.push(acks.length, ...settleArguments(acks));
     args.push(layout.cluster ? '}' : '');
     let reply: [string[], string[], number[], string];
     try {
