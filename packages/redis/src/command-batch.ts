@@ -55,16 +55,15 @@ export class CommandBatch {
   exec(): Promise<BatchReply[]> {
     const client = this.#client;
     if (!(client instanceof Redis)) return this.#viaPipeline(client);
-    const entries: Array<[string, Argument[]]> = this.#transaction ? [['multi', []], ...this.#commands, ['exec', []]] : this.#commands;
-    const replies = new BatchReplies(entries.length);
-    const commands = entries.map(([name, args], index) => {
-      const command = new BatchCommand(name, args, replies, index);
-      // As ioredis's Pipeline marks them: on a reconnect, a batch answered in part is aborted rather than resent, and
-      // the fragments of a transaction are never run outside it.
-      command.pipelineIndex = index;
-      if (this.#transaction && index < entries.length - 1) command.inTransaction = true;
-      return command;
-    });
+    const transaction = this.#transaction;
+    const size = this.#commands.length + (transaction ? 2 : 0);
+    const replies = new BatchReplies(size);
+    // Built by a loop into one literal: an array from `map` is of another kind to V8 once the caller is optimized
+    // (its own allocation, not the builtin's), and the optimized `exec` was thrown away at the first of those.
+    const commands: BatchCommand[] = [];
+    if (transaction) commands.push(this.#command('multi', [], replies, 0, size));
+    for (const [name, args] of this.#commands) commands.push(this.#command(name, args, replies, commands.length, size));
+    if (transaction) commands.push(this.#command('exec', [], replies, commands.length, size));
     const writer = new BatchWriter(client, commands.length);
     // ioredis types `sendCommand`'s second parameter as its own stream; any writer marked `isPipeline` is what it takes.
     for (const command of commands) void client.sendCommand(command, writer as never);
@@ -75,6 +74,16 @@ export class CommandBatch {
       if (!Array.isArray(execReply)) throw new Error('kq/redis: a transaction was aborted (EXEC answered nil)');
       return execReply.map((reply): BatchReply => (reply instanceof Error ? [reply, undefined] : [null, reply]));
     });
+  }
+
+  /** The command at `index` of a batch of `size`, marked as ioredis's Pipeline marks its commands. */
+  #command(name: string, args: Argument[], replies: BatchReplies, index: number, size: number): BatchCommand {
+    const command = new BatchCommand(name, args, replies, index);
+    // On a reconnect, a batch answered in part is aborted rather than resent, and the fragments of a transaction are
+    // never run outside it.
+    command.pipelineIndex = index;
+    if (this.#transaction && index < size - 1) command.inTransaction = true;
+    return command;
   }
 
   async #viaPipeline(client: RedisClient): Promise<BatchReply[]> {
