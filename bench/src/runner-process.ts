@@ -16,6 +16,13 @@ export interface RunnerCommand {
 
 const TAIL_LINES = 30;
 const KILL_GRACE_MS = 3000;
+/**
+ * How long an exited runner's output may still come in. The parent can hear of the exit before it has read the last
+ * lines the runner wrote (the result, then `process.exit`): seen as "exited with code 0 before reporting a result"
+ * from one of eight drain processes on a loaded machine. A child of the runner holding the pipe open is not waited
+ * for beyond this.
+ */
+const OUTPUT_AFTER_EXIT_MS = 2000;
 const live = new Set<RunnerProcess>();
 
 /** A line that arrived, and when (epoch ms, taken as it was read). */
@@ -34,6 +41,8 @@ export class RunnerProcess {
   readonly #lines: TimedLine[] = [];
   #waiters: LineWaiter[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once the runner's stdout and stderr have both ended (everything it wrote has been read). */
+  readonly #outputEnded: Promise<void>;
   #exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #spawnError: Error | undefined;
 
@@ -61,8 +70,7 @@ export class RunnerProcess {
       });
     });
     this.#child.stdin?.on('error', () => undefined);
-    this.#read(this.#child.stdout, true);
-    this.#read(this.#child.stderr, false);
+    this.#outputEnded = Promise.all([this.#read(this.#child.stdout, true), this.#read(this.#child.stderr, false)]).then(() => undefined);
     live.add(this);
   }
 
@@ -97,7 +105,9 @@ export class RunnerProcess {
         reject(new Error(`${this.label}: ${what} did not happen within ${Math.round(timeoutMs / 1000)} s. Last output:\n${this.tail()}`));
       }, timeoutMs);
       this.#waiters.push(waiter);
-      void this.exited.then((exit) => {
+      void this.exited.then(async (exit) => {
+        // What it wrote before exiting is read first: its last line may be the one waited for.
+        await Promise.race([this.#outputEnded, sleep(OUTPUT_AFTER_EXIT_MS)]);
         if (!this.#waiters.includes(waiter)) return;
         clearTimeout(timer);
         this.#waiters = this.#waiters.filter((other) => other !== waiter);
@@ -160,8 +170,9 @@ export class RunnerProcess {
     return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
   }
 
-  #read(stream: NodeJS.ReadableStream | null, isStdout: boolean): void {
-    if (!stream) return;
+  /** Reads `stream` line by line; resolves when it ends (or closes, or fails). */
+  #read(stream: NodeJS.ReadableStream | null, isStdout: boolean): Promise<void> {
+    if (!stream) return Promise.resolve();
     let pending = '';
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
@@ -174,9 +185,14 @@ export class RunnerProcess {
         newline = pending.indexOf('\n');
       }
     });
-    stream.on('end', () => {
-      if (pending !== '') this.#onLine(pending, isStdout);
-      pending = '';
+    return new Promise((resolve) => {
+      stream.on('end', () => {
+        if (pending !== '') this.#onLine(pending, isStdout);
+        pending = '';
+        resolve();
+      });
+      stream.on('close', () => resolve());
+      stream.on('error', () => resolve());
     });
   }
 

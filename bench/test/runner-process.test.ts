@@ -37,6 +37,14 @@ describe('RunnerProcess', () => {
     await expect(runner.result(10_000)).rejects.toThrow(/kq drain \(redis\) exited with code 3 before reporting a result[\s\S]*ECONNREFUSED/);
   });
 
+  it('reads a result line that arrives after the runner’s exit was heard (its output is read to the end first)', async () => {
+    // The runner exits at once; a child of it, on the same stdout, writes the result 300 ms later: the parent hears
+    // the exit first, as it can when a runner writes its result and exits on a loaded machine.
+    const late = `setTimeout(() => console.log('KQBENCH_RESULT ' + JSON.stringify({ kind: 'enqueue', elapsedMs: 5, published: 1 })), 300)`;
+    const runner = fake(`require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(late)}], { stdio: ['ignore', 'inherit', 'inherit'] }).unref(); process.exit(0);`);
+    await expect(runner.result(10_000)).resolves.toEqual({ kind: 'enqueue', elapsedMs: 5, published: 1 });
+  });
+
   it('fails when a result is followed by a non-zero exit', async () => {
     const runner = fake(`console.log('KQBENCH_RESULT {"kind":"enqueue","elapsedMs":1,"published":1}'); process.exit(1);`);
     await expect(runner.result(10_000)).rejects.toThrow(/reported a result but then exited with code 1/);
