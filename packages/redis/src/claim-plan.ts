@@ -1,4 +1,5 @@
 // Which lists a native claim round takes from, and how many moves it sends to each (native-claim.ts).
+import type { KeyLayout } from './key-layout';
 
 /** Moves sent beyond a list's last known length: what producers may have added since. */
 export const SLACK = 16;
@@ -8,14 +9,6 @@ export const SLACK = 16;
  */
 export const UNMEASURED = -1;
 
-/** A list a claim round moves messages from, and how many moves it sends there. */
-export interface Source {
-  queue: string;
-  step: number;
-  key: string;
-  count: number;
-}
-
 /** A list a claim watches: a queue's list at one priority step. */
 export interface WatchedList {
   queue: string;
@@ -23,11 +16,16 @@ export interface WatchedList {
   key: string;
 }
 
+/** A list a claim round moves messages from, and how many moves it sends there. */
+export interface Source extends WatchedList {
+  count: number;
+}
+
 /** Every list of `queues` (each once), most urgent step first. */
-export function watchedLists(steps: readonly number[], queues: readonly string[], layout: { listKey(queue: string, step: number): string }): WatchedList[] {
+export function watchedLists(layout: Pick<KeyLayout, 'steps' | 'listKey'>, queues: readonly string[]): WatchedList[] {
   const unique = [...new Set(queues)];
   const watched: WatchedList[] = [];
-  for (const step of steps) for (const queue of unique) watched.push({ queue, step, key: layout.listKey(queue, step) });
+  for (const step of layout.steps) for (const queue of unique) watched.push({ queue, step, key: layout.listKey(queue, step) });
   return watched;
 }
 

@@ -152,7 +152,7 @@ export class NativeClaimer {
     let serverUs = 0;
     // Every list of the queues, most urgent step first: their lengths (read after each round's moves) say where the
     // next round takes from, and how many moves the next claim sends (a move that finds the list empty is wasted).
-    const watched = watchedLists(layout.steps, queues, layout);
+    const watched = watchedLists(layout, queues);
     let plan = this.#firstPlan(watched, max);
     try {
       for (let round = 0; round < MAX_ROUNDS && plan.length > 0; round++) {
