@@ -511,10 +511,10 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     }
     const event = prepareEvent(raw, this.clock, { localize: false });
     if (this.#watching && !this.state.workers.has(event.hostname) && event.type !== 'worker-offline') {
-      this.#joined.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] });
+      this.#joined.set(event.hostname, noticeFields(event));
     }
     if (this.#reportedLost.delete(event.hostname) && this.#watching && event.type === 'worker-heartbeat') {
-      this.#found.set(event.hostname, { freq: event['freq'], sw_ident: event['sw_ident'] }); // announced at the next check
+      this.#found.set(event.hostname, noticeFields(event)); // announced at the next check
     }
     this.state.event(event);
     this.#reconsider();
@@ -527,4 +527,9 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     if (typeof task !== 'string') throw new KqError(`Could not call task: the signature has no task name`);
     await this.worker.app.sendTask(task, Array.isArray(args) ? args : [], kwargs && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : {});
   }
+}
+
+/** What a watcher's notice (`worker-watching`, `worker-found`) says of a peer besides its name. */
+function noticeFields(event: Record<string, unknown>): Record<string, unknown> {
+  return { freq: event['freq'], sw_ident: event['sw_ident'] };
 }
