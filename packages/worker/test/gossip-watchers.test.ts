@@ -19,10 +19,11 @@ describe('Gossip watchers', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   });
 
-  function start(broker: string, hostname: string, gossipWatchers: number | 'default' = 1): { app: App; worker: Worker; messages: () => string[] } {
+  function start(broker: string, hostname: string, gossipWatchers: number | 'default' = 1, heartbeat = true): { app: App; worker: Worker; messages: () => string[] } {
     const app = memoryApp(broker);
     const log = recordingLogger(hostname);
-    const worker = app.worker({ hostname, logger: log.logger, steps: clusterSteps({ heartbeatInterval: INTERVAL, ...(gossipWatchers === 'default' ? {} : { gossipWatchers }) }) });
+    const steps = clusterSteps({ heartbeatInterval: INTERVAL, heartbeat, ...(gossipWatchers === 'default' ? {} : { gossipWatchers }) });
+    const worker = app.worker({ hostname, logger: log.logger, steps });
     cleanups.push(async () => {
       await worker.stop();
       await app.close();
@@ -168,6 +169,18 @@ describe('Gossip watchers', () => {
     await waitFor(() => gossipB.watching, 5000, 'b to watch once a went silent');
     expect(b.messages()).toContain('missed heartbeat from a@test');
     expect(gossipC.watching).toBe(false);
+  });
+
+  it('workers without heartbeats never watch, so nobody judges them lost over and over (--without-heartbeat)', async () => {
+    const broker = memoryBrokerName('gossip-no-heartbeat');
+    const fleet = [start(broker, 'a@test', 'default', false), start(broker, 'b@test', 'default', false), start(broker, 'c@test', 'default', false)];
+    for (const member of fleet) await member.worker.start();
+    const gossips = fleet.map((member) => findGossip(member.worker));
+    // Ten heartbeat intervals: a watcher would have judged the silent peers lost after two, and again after each notice.
+    await new Promise((resolve) => setTimeout(resolve, INTERVAL * 10_000));
+    expect(gossips.map((gossip) => gossip.watching)).toEqual([false, false, false]);
+    const judged = fleet.flatMap((member) => member.messages()).filter((line) => /lost|missed heartbeat/.test(line));
+    expect(judged).toEqual([]);
   });
 });
 

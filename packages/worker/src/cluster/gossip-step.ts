@@ -26,11 +26,14 @@ export class GossipStep implements WorkerStep {
     if (!this.#context.owns(worker) || this.#context.options.gossip === false) return;
     const transport = await worker.app.connection.transport();
     if (!transport.capabilities.fanout) return;
-    const { heartbeatInterval, gossipInterval, gossipWatchers } = this.#context.options;
+    const { heartbeat, heartbeatInterval, gossipInterval, gossipWatchers } = this.#context.options;
+    // A worker that sends no heartbeats never watches (nor says it does): the peers it would learn of by Mingle and
+    // notices rather than heartbeats (a fleet run with --without-heartbeat) it could only judge lost, again and again.
+    const watchers = heartbeat === false ? 0 : gossipWatchers;
     const gossip = new Gossip(worker, this.#context.dispatcher, {
       ...(gossipInterval === undefined ? {} : { interval: gossipInterval }),
       ...(heartbeatInterval === undefined ? {} : { queueTtl: heartbeatInterval, heartbeatInterval }),
-      ...(gossipWatchers === undefined ? {} : { watchers: gossipWatchers }),
+      ...(watchers === undefined ? {} : { watchers }),
     });
     this.#context.gossipStarting = true;
     this.#starting = this.#startGossip(worker, gossip);
