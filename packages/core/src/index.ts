@@ -44,6 +44,7 @@ export type {
   Claim,
   ClaimOptions,
   FanoutBus,
+  FanoutPublishOptions,
   RestoreOptions,
   StoredMessage,
   VirtualStore,

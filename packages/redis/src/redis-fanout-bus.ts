@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { FanoutBus, StoredMessage } from '@kq/core';
+import type { FanoutBus, FanoutPublishOptions, StoredMessage } from '@kq/core';
 import type { RedisClient } from './connection-factory';
+import type { ReplylessPublisher } from './replyless-publisher';
 import { MalformedEnvelope, decodeEnvelope, encodeEnvelope } from '@kq/core';
 import { isCluster, masterClientOf } from './cluster-routing';
 import type { KeyLayout } from './key-layout';
@@ -20,26 +21,44 @@ interface Subscription {
  * with `#` → `*` (an empty binding key hears every routing key, see `KeyLayout.subscribePatterns`). Lossy by nature: only
  * subscribers connected at publish time receive the message. One PSUBSCRIBE per pattern is shared by every local
  * subscriber of it; ioredis re-subscribes after a reconnect.
+ *
+ * A transient message nobody needs a count for (Celery's events: heartbeats, task events) goes out on the
+ * `ReplylessPublisher` when there is one (not on a cluster, whose exchanges keep to one master each for their order),
+ * all of them on it and so in order; the rest (the pidbox's persistent commands) on the command connection, as before.
  */
 export class RedisFanoutBus implements FanoutBus {
   readonly #layout: KeyLayout;
   readonly #commands: RedisClient;
   readonly #subscriber: RedisClient;
   readonly #warn: (message: string) => void;
+  readonly #replyless: ReplylessPublisher | undefined;
   readonly #subscriptions = new Map<string, Subscription>();
 
-  constructor(layout: KeyLayout, commands: RedisClient, subscriber: RedisClient, warn: (message: string) => void) {
+  constructor(
+    layout: KeyLayout,
+    commands: RedisClient,
+    subscriber: RedisClient,
+    warn: (message: string) => void,
+    replyless?: ReplylessPublisher,
+  ) {
     this.#layout = layout;
     this.#commands = commands;
     this.#subscriber = subscriber;
     this.#warn = warn;
+    this.#replyless = replyless;
     subscriber.on('pmessage', (pattern: string, channel: string, data: string) => this.#receive(pattern, channel, data));
   }
 
-  /** Resolves to how many subscribers got the message; undefined on a cluster, where PUBLISH counts one node's. */
-  async publish(exchange: string, routingKey: string, message: StoredMessage): Promise<number | undefined> {
+  /**
+   * Resolves to how many subscribers got the message; undefined on a cluster, where PUBLISH counts one node's, and for
+   * a message sent unanswered (see the class).
+   */
+  async publish(exchange: string, routingKey: string, message: StoredMessage, options?: FanoutPublishOptions): Promise<number | undefined> {
     const channel = this.#layout.publishChannel(exchange, routingKey);
-    const reached = await this.#publisher(exchange).publish(channel, encodeEnvelope(message));
+    const payload = encodeEnvelope(message);
+    const unanswered = options?.mandatory !== true && message.properties.deliveryMode === 1;
+    if (unanswered && this.#replyless?.publish(channel, payload)) return undefined;
+    const reached = await this.#publisher(exchange).publish(channel, payload);
     return isCluster(this.#commands) ? undefined : reached;
   }
 
@@ -106,6 +125,11 @@ export class RedisFanoutBus implements FanoutBus {
       this.#subscriptions.delete(pattern);
       await this.#subscriber.punsubscribe(pattern).catch(() => undefined);
     }
+  }
+
+  /** Closes the unanswered publisher's connection; the command and subscriber connections are the store's. */
+  close(): void {
+    this.#replyless?.close();
   }
 
   /** Patterns currently subscribed (for stats). */

@@ -23,6 +23,7 @@ import { describeError, isConnectionError, rethrowRecoverable } from './connecti
 import { DEFAULT_DEAD_LETTER_MAX, DeadLetterList } from './dead-letter-list';
 import type { ConnectionFactory, RedisClient } from './connection-factory';
 import { openStoreClients, quitClient } from './store-clients';
+import { ReplylessPublisher } from './replyless-publisher';
 import { DelayedPromoter } from './delayed-promoter';
 import { RedisBindings } from './redis-bindings';
 import type { KeyLayout } from './key-layout';
@@ -192,7 +193,8 @@ export class RedisStore implements VirtualStore {
     this.#subscriber = subscriber;
     this.#pool = factory.cluster ? new ClusterBlockingPool(factory, commands as Cluster) : new BlockingPool(factory, commands as Redis);
     const scopes = (): Promise<readonly string[]> => this.queueScopes();
-    this.#bus = new RedisFanoutBus(layout, commands, subscriber, this.#settings.warn);
+    const replyless = factory.cluster ? undefined : new ReplylessPublisher(() => factory.create('pub'));
+    this.#bus = new RedisFanoutBus(layout, commands, subscriber, this.#settings.warn, replyless);
     this.#sweeper = new Sweeper({
       commands,
       layout,
@@ -219,6 +221,7 @@ export class RedisStore implements VirtualStore {
     this.#closed = true;
     this.#stopBackground();
     await this.#pool?.close();
+    this.#bus?.close();
     await Promise.all([quitClient(this.#subscriber), quitClient(this.#commands)]);
     this.#forgetConnections();
   }
@@ -230,6 +233,7 @@ export class RedisStore implements VirtualStore {
     this.#pushes.failAll(new ConnectionLost('The Redis store was terminated before this message was sent.'));
     this.#stopBackground();
     this.#pool?.terminate();
+    this.#bus?.close();
     this.#subscriber?.disconnect();
     this.#commands?.disconnect();
     this.#forgetConnections();

@@ -204,10 +204,11 @@ export class VirtualChannel extends TypedEmitter<ChannelEvents> implements Chann
       if (options.mandatory && (await this.transport.store.listBindings(exchange)).length === 0) {
         throw new UnroutableError(exchange, routingKey);
       }
-      const reached = await this.transport.fanoutBus().publish(exchange, routingKey, storedMessage(exchange, routingKey, message));
+      const mandatory = options.mandatory ?? false;
+      const reached = await this.transport.fanoutBus().publish(exchange, routingKey, storedMessage(exchange, routingKey, message), { mandatory });
       // A binding outlives a subscriber killed before it could unbind (a worker's pidbox queue): Mingle and `inspect`
       // would wait out their timeout for the dead. Nobody reached is nobody to wait for.
-      if (options.mandatory && reached === 0) throw new UnroutableError(exchange, routingKey);
+      if (mandatory && reached === 0) throw new UnroutableError(exchange, routingKey);
       return;
     }
     const queues = await this.#storingQueues(exchange, declared, routingKey, message.headers, options.mandatory);

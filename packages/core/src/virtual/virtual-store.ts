@@ -77,12 +77,19 @@ export interface VirtualStoreFeatures {
 }
 
 /** PUB/SUB style fanout for stores where fanout copies are not stored (Redis). */
+/** How a live fanout publish is asked for. */
+export interface FanoutPublishOptions {
+  /** The publisher needs to know whether anybody received it (its count is awaited). */
+  readonly mandatory: boolean;
+}
+
 export interface FanoutBus {
   /**
    * Resolves, where the bus can tell, to how many subscribers the message reached (Redis: PUBLISH's count). A
    * mandatory publish that reached none is unroutable, whatever bindings remain from subscribers gone without a word.
+   * A publish that is not mandatory needs no count, and a bus may then send it without waiting for any answer.
    */
-  publish(exchange: string, routingKey: string, message: StoredMessage): Promise<number | void>;
+  publish(exchange: string, routingKey: string, message: StoredMessage, options?: FanoutPublishOptions): Promise<number | void>;
   /** Delivers every message published to `exchange` whose routing key matches `bindingKey`, until unsubscribed. */
   subscribe(
     exchange: string,
