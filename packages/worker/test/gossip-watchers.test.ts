@@ -171,6 +171,33 @@ describe('Gossip watchers', () => {
     expect(gossipC.watching).toBe(false);
   });
 
+  it('a worker that is not a watcher checks for lost peers five times less often than the watcher does', async () => {
+    const broker = memoryBrokerName('gossip-check-pace');
+    const fleet = [start(broker, 'a@test'), start(broker, 'b@test')];
+    for (const member of fleet) await member.worker.start();
+    const [a, b] = fleet.map((member) => findGossip(member.worker)) as [Gossip, Gossip];
+    await waitFor(() => a.watching && !b.watching && !b.followingHeartbeats, 5000, 'a to watch and b to leave heartbeats to it');
+    const checks = new Map<Gossip, number>([[a, 0], [b, 0]]);
+    for (const gossip of [a, b]) {
+      const periodic = gossip.periodic.bind(gossip);
+      gossip.periodic = (now?: number) => {
+        checks.set(gossip, (checks.get(gossip) ?? 0) + 1);
+        periodic(now);
+      };
+    }
+    // A watcher checks twice a heartbeat interval (every 25 ms here), any other worker twice a notice period (125 ms).
+    await new Promise((resolve) => setTimeout(resolve, INTERVAL * 20_000));
+    expect(checks.get(a)).toBeGreaterThan(20);
+    expect(checks.get(b)).toBeGreaterThanOrEqual(3);
+    expect(checks.get(b)).toBeLessThan((checks.get(a) ?? 0) / 3);
+    // Once b watches (a gone silent), it checks at the watcher's pace.
+    await fleet[0]?.worker.stop();
+    await waitFor(() => b.watching, 5000, 'b to watch in a\'s place');
+    checks.set(b, 0);
+    await new Promise((resolve) => setTimeout(resolve, INTERVAL * 10_000));
+    expect(checks.get(b)).toBeGreaterThan(10);
+  });
+
   it('workers without heartbeats never watch, so nobody judges them lost over and over (--without-heartbeat)', async () => {
     const broker = memoryBrokerName('gossip-no-heartbeat');
     const fleet = [start(broker, 'a@test', 'default', false), start(broker, 'b@test', 'default', false), start(broker, 'c@test', 'default', false)];

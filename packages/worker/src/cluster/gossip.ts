@@ -83,6 +83,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   #heartbeatReceiver: EventReceiver | undefined;
   #notices: EventDispatcher | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Seconds between a watcher's checks: at least two a heartbeat interval (set by `start`). */
+  #watcherCheckPeriod = 1;
   #noticeTimer: NodeJS.Timeout | undefined;
   #watching = false;
   #watchingSince = 0;
@@ -193,11 +195,8 @@ export class Gossip extends TypedEmitter<GossipEvents> {
     await Promise.all([receiving, this.#watchChange]);
     const interval = this.#options.interval ?? DEFAULT_GOSSIP_INTERVAL;
     // Lost workers are looked for at least twice per heartbeat interval, so one is reported within three of them.
-    const period = Math.min(interval, this.#heartbeatInterval / 2);
-    // setImmediate: heartbeats that arrived while this process waited for the CPU are read before anyone is judged
-    // lost (a starved watcher would otherwise report the whole fleet lost, then found).
-    this.#timer = setInterval(() => setImmediate(() => this.#check(period)), period * 1000);
-    this.#timer.unref();
+    this.#watcherCheckPeriod = Math.min(interval, this.#heartbeatInterval / 2);
+    this.#scheduleCheck();
     this.#noticeTimer = setInterval(() => {
       const nodes = this.#takeJoined();
       if (this.#watching) this.#notices?.send('worker-watching', { freq: this.#noticePeriod, ...SOFTWARE_INFO, nodes });
@@ -208,7 +207,7 @@ export class Gossip extends TypedEmitter<GossipEvents> {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#decisionTimer);
-    if (this.#timer) clearInterval(this.#timer);
+    clearTimeout(this.#timer);
     if (this.#noticeTimer) clearInterval(this.#noticeTimer);
     this.#timer = undefined;
     this.#noticeTimer = undefined;
@@ -285,6 +284,28 @@ export class Gossip extends TypedEmitter<GossipEvents> {
         this.worker.log.error(`gossip: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
+  }
+
+  /**
+   * Arms the next check. A watcher judges heartbeats, which expire after two intervals; any other worker judges only
+   * the watchers' notices, which expire after two notice periods, so it checks twice a notice period rather than
+   * twice a heartbeat interval: most of an idle fleet sleeps between its heartbeats.
+   */
+  #scheduleCheck(): void {
+    clearTimeout(this.#timer);
+    if (this.#stopped) return;
+    const period = this.#watching ? this.#watcherCheckPeriod : Math.max(this.#watcherCheckPeriod, this.#noticePeriod / 2);
+    // setImmediate: heartbeats that arrived while this process waited for the CPU are read before anyone is judged
+    // lost (a starved watcher would otherwise report the whole fleet lost, then found).
+    this.#timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          this.#check(period);
+          this.#scheduleCheck();
+        }),
+      period * 1000,
+    );
+    this.#timer.unref();
   }
 
   /** The periodic check, skipped once when this process itself did not run for two periods (it heard nothing then). */
@@ -463,6 +484,11 @@ export class Gossip extends TypedEmitter<GossipEvents> {
       else this.#watchersSeen.clear();
       this.worker.log.debug(watch ? 'gossip: following every heartbeat' : 'gossip: leaving heartbeats to the watchers');
       this.#notices?.send('worker-watching', watch ? { freq: this.#noticePeriod, ...SOFTWARE_INFO } : { watching: false });
+      if (this.#timer) {
+        // At the new role's pace from now (before start, start arms it); the last check's time was the old pace's.
+        this.#lastCheck = 0;
+        this.#scheduleCheck();
+      }
     }
     this.#syncFollowing();
   }
