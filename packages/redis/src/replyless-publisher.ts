@@ -14,13 +14,18 @@ const REPLY_OFF = '*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$3\r\nOFF\r\n';
  * socket, since ioredis would wait for replies that never come. Hand-written RESP: two fixed commands on a hot path.
  *
  * Fire and forget: `publish` says whether the message was written; when the connection is not ready (connecting,
- * reconnecting, closed) it is not, and the caller publishes the replied way.
+ * reconnecting, closed) it is not, and the caller publishes the replied way, as it does for good once the server
+ * shows it has no `CLIENT REPLY` (a proxy, an old or restricted server).
  */
 export class ReplylessPublisher {
   readonly #create: () => Redis;
   #client: Redis | undefined;
   /** True once `CLIENT REPLY OFF` went out on the current connection, until it closes. */
   #armed = false;
+  /** What the connection had read when it was armed: anything more means the server answers after all. */
+  #readWhenArmed = 0;
+  /** The server has no `CLIENT REPLY` (or answered anyway): every publish goes the replied way. */
+  #unsupported = false;
 
   constructor(create: () => Redis) {
     this.#create = create;
@@ -28,28 +33,47 @@ export class ReplylessPublisher {
 
   /** Writes `PUBLISH channel payload` if the connection is ready; false if not (the first call starts connecting). */
   publish(channel: string, payload: string): boolean {
+    if (this.#unsupported) return false;
     const client = this.#client ?? this.#open();
     const stream = client.stream;
     if (!this.#armed || client.status !== 'ready' || !stream.writable || stream.writableLength > MAX_UNSENT_BYTES) return false;
+    if (stream.bytesRead !== this.#readWhenArmed) return this.#giveUp();
     stream.write(`*3\r\n$7\r\nPUBLISH\r\n$${Buffer.byteLength(channel)}\r\n${channel}\r\n$${Buffer.byteLength(payload)}\r\n${payload}\r\n`);
     return true;
   }
 
-  /** Closes the connection (publishes already written are sent first: QUIT follows them on the socket). */
+  /** Closes the connection; what was written is still sent. */
   close(): void {
     const client = this.#client;
     this.#client = undefined;
     this.#armed = false;
-    // Not QUIT, whose reply would never come either: ioredis ends the socket, after what was written to it.
+    // Not QUIT, whose reply would never come: ioredis ends the socket, after what was written to it.
     client?.disconnect();
+  }
+
+  #giveUp(): false {
+    this.#unsupported = true;
+    this.close();
+    return false;
   }
 
   #open(): Redis {
     const client = this.#create();
     this.#client = client;
     client.on('ready', () => {
-      client.stream.write(REPLY_OFF);
-      this.#armed = true;
+      // Asked first the answered way (`ON` replies OK), so a server or proxy without the command is found out here.
+      client.call('CLIENT', 'REPLY', 'ON').then(
+        () => {
+          if (client !== this.#client || client.status !== 'ready') return;
+          client.stream.write(REPLY_OFF);
+          this.#readWhenArmed = client.stream.bytesRead;
+          this.#armed = true;
+        },
+        (error: unknown) => {
+          // The server refused it; a connection lost meanwhile is only tried again on the next one.
+          if (error instanceof Error && error.name === 'ReplyError') this.#giveUp();
+        },
+      );
     });
     client.on('close', () => {
       this.#armed = false;

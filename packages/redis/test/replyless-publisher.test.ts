@@ -2,6 +2,7 @@
 // by the bytes that connection read (none after it was set up), against the real server, through a reconnect.
 import { Exchange, Queue, type OutgoingMessage, type StoredMessage } from '@kq/core';
 import { brokerReachable } from '@kq/test-harness';
+import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReplylessPublisher } from '../src/replyless-publisher';
@@ -68,6 +69,52 @@ describe.skipIf(!up)('ReplylessPublisher', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(first.stream.bytesRead).toBe(readBefore);
     publisher.close();
+  });
+});
+
+/**
+ * A server that speaks just enough RESP for ioredis and has no `CLIENT REPLY` (as some proxies and restricted managed
+ * servers): OK to everything else, an error to that, and it counts the PUBLISHes it is sent.
+ */
+async function serverWithoutClientReply(): Promise<{ server: Server; port: number; published: () => number }> {
+  const INFO = '# Server\r\nloading:0\r\n';
+  let published = 0;
+  const server = createServer((socket) => {
+    socket.on('data', (data) => {
+      for (const command of data.toString().split(/\*\d+\r\n/).filter(Boolean)) {
+        const words = command.split('\r\n').filter((_, index) => index % 2 === 1).map((word) => word.toUpperCase());
+        if (words[0] === 'INFO') socket.write(`$${INFO.length}\r\n${INFO}\r\n`);
+        else if (words[0] === 'CLIENT' && words[1] === 'REPLY') socket.write("-ERR unknown subcommand 'REPLY'\r\n");
+        else if (words[0] === 'PUBLISH') {
+          published++;
+          socket.write(':0\r\n');
+        } else socket.write('+OK\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { server, port: address.port, published: () => published };
+}
+
+describe('ReplylessPublisher on a server without CLIENT REPLY', () => {
+  it('gives up on its connection and leaves every publish to the answered way', async () => {
+    const { server, port, published } = await serverWithoutClientReply();
+    let client: Redis | undefined;
+    const errors: string[] = [];
+    const publisher = new ReplylessPublisher(() => {
+      client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectionName: 'kqtest.noreply' });
+      client.on('error', (error: Error) => errors.push(error.message));
+      return client;
+    });
+    expect(publisher.publish('ch', 'first')).toBe(false);
+    await waitFor(() => client?.status === 'end', 5000, 'the publisher to close its connection');
+    expect(publisher.publish('ch', 'later')).toBe(false);
+    expect(published()).toBe(0);
+    expect(errors).toEqual([]);
+    publisher.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 });
 
