@@ -24,7 +24,8 @@ interface Subscription {
  *
  * A transient message nobody needs a count for (Celery's events: heartbeats, task events) goes out on the
  * `ReplylessPublisher` when there is one (not on a cluster, whose exchanges keep to one master each for their order),
- * all of them on it and so in order; the rest (the pidbox's persistent commands) on the command connection, as before.
+ * so in order, but while that connection is (re)connecting, when it goes the answered way; the rest (the pidbox's
+ * persistent commands) on the command connection, as before.
  */
 export class RedisFanoutBus implements FanoutBus {
   readonly #layout: KeyLayout;

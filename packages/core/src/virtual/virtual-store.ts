@@ -76,13 +76,13 @@ export interface VirtualStoreFeatures {
   pipelinedClaims?: boolean;
 }
 
-/** PUB/SUB style fanout for stores where fanout copies are not stored (Redis). */
 /** How a live fanout publish is asked for. */
 export interface FanoutPublishOptions {
   /** The publisher needs to know whether anybody received it (its count is awaited). */
   readonly mandatory: boolean;
 }
 
+/** PUB/SUB style fanout for stores where fanout copies are not stored (Redis). */
 export interface FanoutBus {
   /**
    * Resolves, where the bus can tell, to how many subscribers the message reached (Redis: PUBLISH's count). A
