@@ -18,7 +18,7 @@ const canRun = await serverAvailable(['redis-server', '--version'], 'the Redis l
 /** kq's Redis commands, by name: what docs/security.md grants. Keep the two in step. */
 export const KQ_REDIS_COMMANDS = [
   // connection set-up and health
-  'ping', 'hello', 'auth', 'select', 'client|setname', 'client|getname', 'client|id', 'info', 'time', 'quit',
+  'ping', 'hello', 'auth', 'select', 'client|setname', 'client|getname', 'client|id', 'client|reply', 'info', 'time', 'quit',
   // queues, leases, delayed delivery, bindings, results, beat
   'get', 'set', 'setex', 'del', 'exists', 'expire', 'pexpire', 'pttl', 'incr', 'mget', 'type',
   'lpush', 'rpush', 'lpop', 'rpop', 'lmpop', 'lmove', 'lrem', 'llen', 'lrange', 'brpop',
