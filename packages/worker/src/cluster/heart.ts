@@ -1,18 +1,20 @@
 import type { WorkerStep } from '../runtime/bootstep';
 import type { WorkerHost } from '../runtime/worker-host';
 import { SOFTWARE_INFO, loadAverage } from '../protocol/software-info';
+import { AlignedTicker } from './aligned-ticker';
 import type { ClusterContext } from './cluster-context';
 import { DEFAULT_HEARTBEAT_INTERVAL } from './heartbeat-interval';
 
 /**
  * Celery's `Heart`: `worker-online` once the worker is ready, `worker-heartbeat` every interval (2 s), and
  * `worker-offline` on stop — each with `freq, active, processed, loadavg` and the software info. Monitors and
- * other workers' Gossip decide who is alive from these (`now < last heartbeat + 2 × freq`).
+ * other workers' Gossip decide who is alive from these (`now < last heartbeat + 2 × freq`). Heartbeats go out on
+ * the wall clock's multiples of the interval (`AlignedTicker`), so a fleet's reach the broker together.
  */
 export class HeartStep implements WorkerStep {
   readonly name = 'Heart';
   readonly #context: ClusterContext;
-  #timer: NodeJS.Timeout | undefined;
+  #ticker: AlignedTicker | undefined;
   #online = false;
   #onReady: (() => void) | undefined;
 
@@ -31,8 +33,8 @@ export class HeartStep implements WorkerStep {
       this.#onReady = undefined;
       this.#send(worker, 'worker-online');
       this.#online = true;
-      this.#timer = setInterval(() => this.#send(worker, 'worker-heartbeat'), this.interval * 1000);
-      this.#timer.unref();
+      this.#ticker = new AlignedTicker(this.interval * 1000, () => this.#send(worker, 'worker-heartbeat'));
+      this.#ticker.start();
     };
     worker.once('ready', this.#onReady);
   }
@@ -40,8 +42,8 @@ export class HeartStep implements WorkerStep {
   async stop(worker: WorkerHost): Promise<void> {
     if (this.#onReady) worker.off('ready', this.#onReady);
     this.#onReady = undefined;
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#ticker?.stop();
+    this.#ticker = undefined;
     if (this.#online) {
       this.#online = false;
       this.#send(worker, 'worker-offline');
