@@ -33,7 +33,8 @@ export class HeartStep implements WorkerStep {
       this.#onReady = undefined;
       this.#send(worker, 'worker-online');
       this.#online = true;
-      this.#ticker = new AlignedTicker(this.interval * 1000, () => this.#send(worker, 'worker-heartbeat'));
+      // At least a millisecond, as setInterval made it: an interval of 0 beats as often as the timers allow.
+      this.#ticker = new AlignedTicker(Math.max(1, this.interval * 1000), () => this.#send(worker, 'worker-heartbeat'));
       this.#ticker.start();
     };
     worker.once('ready', this.#onReady);
