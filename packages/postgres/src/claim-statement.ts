@@ -12,6 +12,8 @@ export interface ClaimRow {
   rn: string;
   /** Its queue's position in the claim's queue list (1-based). */
   ord: string;
+  /** A no-ack claim only (it deletes the row): the row's Kombu `timestamp` as text, to put it back exactly. */
+  taken_at?: string | null;
 }
 
 const cache = new Map<string, string>();
@@ -46,7 +48,7 @@ export function claimStatement(t: TableNames, noAck: boolean): string {
     chosen AS (SELECT id, name, kq_priority, rn, ord FROM candidates ORDER BY kq_priority, rn, ord LIMIT $2)`;
   const returning = 'RETURNING m.id, m.payload, m.kq_redelivered, chosen.kq_priority, chosen.name, chosen.rn, chosen.ord';
   sql = noAck
-    ? `${picked} DELETE FROM ${t.message} m USING chosen WHERE m.id = chosen.id ${returning}`
+    ? `${picked} DELETE FROM ${t.message} m USING chosen WHERE m.id = chosen.id ${returning}, m."timestamp"::text AS taken_at`
     : `${picked}
        UPDATE ${t.message} m SET visible = false, "timestamp" = LOCALTIMESTAMP, version = m.version + 1,
          kq_holder = $3, kq_claim = $4, kq_lease_until = now() + make_interval(secs => $5::float8 / 1000)

@@ -10,7 +10,7 @@ claimPackageCopy('@kq/postgres', import.meta.url);
 
 export { PostgresTransport } from './postgres-transport';
 export { PostgresStore } from './postgres-store';
-export { QUARANTINE_HOLDER, type PostgresClaim } from './postgres-claimer';
+export { QUARANTINE_HOLDER, type PostgresClaim, type RemovedRow } from './postgres-claimer';
 export { PostgresResultBackend, type PostgresResultBackendOptions } from './postgres-result-backend';
 export { connectionStringOf, type PostgresTransportOptions } from './postgres-options';
 export { withTlsParameters } from './postgres-tls';

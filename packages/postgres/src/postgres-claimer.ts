@@ -11,6 +11,20 @@ import type { TableNames } from './schema';
 export interface PostgresClaim extends Claim {
   readonly id: number;
   readonly token: string;
+  /**
+   * A no-ack claim deleted its row; this is what it held, so a claim never handed out (its consumer was cancelled
+   * mid-batch) can be put back as it was.
+   */
+  readonly removed?: RemovedRow;
+}
+
+/** A row a no-ack claim deleted, as it was. */
+export interface RemovedRow {
+  readonly payload: string;
+  readonly priority: number;
+  readonly redelivered: boolean;
+  /** Kombu's `timestamp` as PostgreSQL wrote it (null: never claimed). */
+  readonly timestamp: string | null;
 }
 
 /** Rows marked by a claim whose envelope could not be read: left in place, invisible, for a person to inspect. */
@@ -140,7 +154,12 @@ export class PostgresClaimer {
         continue;
       }
       if (row.kq_redelivered) message.redelivered = true;
-      claims.push({ queue: row.name, message, id: row.id, token });
+      if (options.noAck) {
+        const removed: RemovedRow = { payload: row.payload, priority: row.kq_priority, redelivered: row.kq_redelivered, timestamp: row.taken_at ?? null };
+        claims.push({ queue: row.name, message, id: row.id, token, removed });
+      } else {
+        claims.push({ queue: row.name, message, id: row.id, token });
+      }
     }
     if (options.noAck) this.#with.deleted(rows.length);
     else this.#with.leases.hold(claims.length);

@@ -20,7 +20,7 @@ import pg from 'pg';
 import { AckBatcher } from './ack-batcher';
 import { InsertBatcher } from './insert-batcher';
 import { LeaseKeeper } from './lease-keeper';
-import { PostgresClaimer, type PostgresClaim } from './postgres-claimer';
+import { PostgresClaimer, type PostgresClaim, type RemovedRow } from './postgres-claimer';
 import type { ResolvedPostgresOptions } from './postgres-options';
 import { ReadyListener } from './ready-listener';
 import { migrate, tableNames, type TableNames } from './schema';
@@ -357,8 +357,12 @@ export class PostgresStore implements VirtualStore {
   }
 
   async restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
-    const { id, token } = claim as PostgresClaim;
+    const { id, token, removed } = claim as PostgresClaim;
     const t = this.tables;
+    if (removed) {
+      await this.#putBack(claim.queue, id, removed, position, options.redelivered ?? true);
+      return;
+    }
     // Head: the row keeps the time it was claimed, which sorts before every row never claimed (NULL, last in
     // Kombu's order). Tail: a fresh id and no time, as if published now.
     const tail = position === 'tail' ? `, id = nextval('message_id_sequence'), "timestamp" = NULL` : '';
@@ -370,6 +374,23 @@ export class PostgresStore implements VirtualStore {
     );
     this.#leases.release();
     if (!rowCount) throw this.#stale('restore', claim as PostgresClaim);
+  }
+
+  /**
+   * A no-ack claim's row, deleted by the claim and never handed out, goes back: at the head with its own id and
+   * `timestamp`, so exactly where it was in Kombu's order; at the tail with a fresh id, as if published now. Nothing
+   * goes back to a queue deleted meanwhile.
+   */
+  async #putBack(queue: string, id: number, removed: RemovedRow, position: 'head' | 'tail', redelivered: boolean): Promise<void> {
+    const head = position === 'head';
+    // A put-back repeated (a retried call) leaves one row, not a second copy.
+    await this.pool.query(
+      `INSERT INTO ${this.tables.message} (id, visible, "timestamp", payload, version, queue_id, kq_priority, kq_redelivered)
+       SELECT COALESCE($2::int, nextval('message_id_sequence')), true, $3::timestamp, $4, 1, q.id, $5, $6
+       FROM ${this.tables.queue} q WHERE q.name = $1
+       ON CONFLICT (id) DO NOTHING`,
+      [queue, head ? id : null, head ? removed.timestamp : null, removed.payload, removed.priority, removed.redelivered || redelivered],
+    );
   }
 
   #stale(action: string, claim: PostgresClaim): StaleDeliveryError {

@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { ConformanceContext } from '../conformance-context';
 import type { ConformanceGroup } from '../conformance-check';
 import { recordingConsumer } from '../delivery-log';
-import { bodyText, messageIds } from '../test-messages';
+import { bodyText, messageIds, testMessage } from '../test-messages';
 import { quietPeriod, waitFor } from '../wait-for';
 
 /** Messages come out of a queue in the order they went in (get). */
@@ -167,6 +167,45 @@ export async function checkCancelMidStreamKeepsMessagesFresh(context: Conformanc
   expect(wronglyMarked, 'messages the cancelled consumer never received, marked redelivered').toEqual([]);
 }
 
+/**
+ * A consumer without acks that is cancelled mid-batch gives back what it took and never handed out: a virtual store
+ * forgets a no-ack claim at once, so the rest of the batch has to be put back, not restored as if still held.
+ * Everything reaches one of the two consumers exactly once, and nothing the first never received is marked
+ * redelivered. The messages are published at once to a consumer already waiting, so its claims come in batches, and
+ * it cancels from inside its handler. AMQP is exempt: there the broker forgets a no-ack message when it sends it,
+ * and one sent after the cancel is lost by design (at-most-once).
+ */
+export async function checkNoAckCancelMidBatchGivesBack(context: ConformanceContext): Promise<void> {
+  const queue = await context.declareQueue('q');
+  const ids = messageIds('m', 200);
+  const received: string[] = [];
+  let cancelling: Promise<void> | undefined;
+  const handle: { cancel?: () => Promise<void> } = {};
+  const consumer = await (await context.channel()).consume({
+    queues: [queue],
+    noAck: true,
+    onMessage: (delivery) => {
+      received.push(bodyText(delivery));
+      if (received.length >= 15 && handle.cancel) cancelling ??= handle.cancel();
+    },
+  });
+  handle.cancel = () => consumer.cancel();
+  const publisher = await context.channel();
+  await Promise.all(ids.map((id) => publisher.publish('', queue, testMessage(id))));
+  await context.waitFor(() => received.length >= 15, () => `15 deliveries; ${received.length} arrived`);
+  await cancelling;
+  expect(received.length, 'the first consumer was cancelled before it received everything').toBeLessThan(ids.length);
+  await quietPeriod(context.ms(200));
+  const { log: next } = await recordingConsumer(await context.channel(), [queue], { prefetch: 50 });
+  await next.waitForCount(context, ids.length - received.length);
+  await quietPeriod(context.ms(100));
+  const everything = [...received, ...next.ids];
+  expect(everything.filter((id, index) => everything.indexOf(id) !== index), 'messages delivered twice').toEqual([]);
+  expect(everything.sort()).toEqual([...ids].sort());
+  const wronglyMarked = next.deliveries.filter((delivery) => delivery.deliveryInfo.redelivered).map(bodyText);
+  expect(wronglyMarked, 'messages the cancelled consumer never received, marked redelivered').toEqual([]);
+}
+
 export const orderingGroup: ConformanceGroup = {
   name: 'ordering',
   checks: [
@@ -176,5 +215,10 @@ export const orderingGroup: ConformanceGroup = {
     { name: 'a requeued message goes to the head or the tail, as capabilities.requeuePosition declares', run: checkRequeuePosition },
     { name: 'a consumer cancelled while waiting takes nothing; the next one gets every message, in order', run: checkCancelledConsumerTakesNothing },
     { name: 'a consumer cancelled mid-stream gives back what it read ahead unmarked', run: checkCancelMidStreamKeepsMessagesFresh },
+    {
+      name: 'a no-ack consumer cancelled mid-batch gives back what it never handed out',
+      run: checkNoAckCancelMidBatchGivesBack,
+      skipReason: (setup) => (setup.capabilities.redeliveredFlag ? 'AMQP: the broker forgets a no-ack message once it sends it (at-most-once)' : undefined),
+    },
   ],
 };
