@@ -84,7 +84,7 @@ export function allCases(): BenchCase[] {
   const inFlight = `${BATCH} in flight`;
   return [
     ...enqueueCases('redis', ['kq', 'bullmq', 'bee-queue', 'celery-node', 'python-celery', 'raw-ioredis'], {
-      kq: `sendTasks(${BATCH}) (one LPUSH per batch)`,
+      kq: `sendTasks(${BATCH}) (an LPUSH per 250 built)`,
       bullmq: `addBulk(${BATCH})`,
       'bee-queue': `saveAll(${BATCH})`,
       'celery-node': inFlight,

@@ -92,6 +92,42 @@ describe('App.sendTasks and Task.applyMany (bulk sending)', () => {
     expect(await result?.resultBackend()).not.toBe(before);
   });
 
+  it('hands a large bulk send to the transport in steps of 250, each while the next is built, in call order', async () => {
+    const calls = Array.from({ length: 600 }, (_, index) => ({ name: 'add', args: [index] }));
+    // The router runs once per message built: how many were built when each step reached the transport.
+    let built = 0;
+    app.conf.taskRoutes = () => {
+      built++;
+      return undefined;
+    };
+    const producer = app.producer;
+    const publishMessages = producer.publishMessages.bind(producer);
+    const steps: Array<{ size: number; builtBefore: number }> = [];
+    producer.publishMessages = (messages, params) => {
+      steps.push({ size: messages.length, builtBefore: built });
+      return publishMessages(messages, params);
+    };
+    const results = await app.sendTasks(calls);
+    expect(steps).toEqual([
+      { size: 250, builtBefore: 250 },
+      { size: 250, builtBefore: 500 },
+      { size: 100, builtBefore: 600 },
+    ]);
+    const queued = await drain('celery');
+    expect(queued.map((message) => message.args[0])).toEqual(calls.map((call) => call.args[0]));
+    expect(queued.map((message) => message.id)).toEqual(results.map((result) => result.id));
+  });
+
+  it('rejects when a step fails while the next is built, without an unhandled rejection', async () => {
+    const producer = app.producer;
+    const publishMessages = producer.publishMessages.bind(producer);
+    let step = 0;
+    producer.publishMessages = (messages, params) => (++step === 1 ? Promise.reject(new Error('the broker refused step 1')) : publishMessages(messages, params));
+    await expect(app.sendTasks(Array.from({ length: 300 }, (_, index) => ({ name: 'add', args: [index] })))).rejects.toThrow('the broker refused step 1');
+    // The step after it was still sent (as the doc says: when it rejects, some may have been sent).
+    expect((await drain('celery')).length).toBe(50);
+  });
+
   it('sends nothing for no calls', async () => {
     expect(await app.sendTasks([])).toEqual([]);
   });
