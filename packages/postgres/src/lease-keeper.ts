@@ -72,8 +72,12 @@ export class LeaseKeeper {
     return this.#nextDueAt > 0 ? Math.max(0, this.#nextDueAt - Date.now()) : Infinity;
   }
 
-  async promoteIfDue(): Promise<void> {
-    if (this.#nextDueAt <= Date.now()) await this.#promote();
+  /**
+   * Promotes due delayed rows when some may be due; undefined (nothing to wait for) otherwise, so a claim that has
+   * nothing to promote reaches its own statement without giving up its turn.
+   */
+  promoteIfDue(): Promise<void> | undefined {
+    return this.#nextDueAt <= Date.now() ? this.#promote() : undefined;
   }
 
   /** The heartbeat: one statement extends every lease this store holds (found through the lease index). */

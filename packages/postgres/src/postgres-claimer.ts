@@ -81,7 +81,10 @@ export class PostgresClaimer {
   async claim(queues: readonly string[], options: ClaimOptions): Promise<Claim[]> {
     if (queues.length === 0 || options.signal?.aborted) return [];
     const { listener, leases } = this.#with;
-    await leases.promoteIfDue();
+    // Nothing to wait for before the statement, a claim that does not wait (a consumer's look-ahead) is on the wire
+    // when this call returns: the server works on it while the consumer hands out the batch before.
+    const promoting = leases.promoteIfDue();
+    if (promoting) await promoting;
     const waits = options.blockMs > 0;
     const listening = waits ? await this.#listen() : false;
     const ids = listening ? await this.#idsOf(queues) : null;

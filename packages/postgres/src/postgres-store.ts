@@ -86,6 +86,7 @@ export class PostgresStore implements VirtualStore {
     delayedDelivery: true,
     crashRecovery: true,
     fanout: 'queued',
+    pipelinedClaims: true,
   };
   readonly tables: TableNames;
   /** This store's name in `kq_holder`: the heartbeat renews every lease it holds in one statement. */

@@ -69,9 +69,10 @@ export interface VirtualStoreFeatures {
   /** `queued` = fanout copies go into bound queues through `push`; `live` = through `fanoutBus`. */
   fanout: FanoutDelivery;
   /**
-   * `claim` may be called again before an earlier call resolved, and the calls resolve in the order they were made
-   * (Redis: one connection, replies in order). Consumers then fetch the next batch while handing out the current
-   * one. Default false.
+   * A consumer whose claim came back full asks for its next batch before handing this one out, so the store works on
+   * the next while the process works on this. A consumer has one claim out at a time. A store that declares this
+   * sends a claim that does not wait (`blockMs` 0) before its call returns (no await ahead of the write): the batch
+   * is handed out synchronously right after, and a claim not yet sent by then overlaps nothing. Default false.
    */
   pipelinedClaims?: boolean;
 }
