@@ -401,7 +401,9 @@ const METHOD = [
     'celery.node, leaves Nagle on, which stalls small writes by ~40 ms); kq runs as built (`pnpm bench` builds first), ' +
     'its transport package (and, in the drains, the optional codecs and OpenTelemetry API its App loads) loaded before ' +
     'the clock starts, as the other systems\' modules are by their imports; every Node runner is plain JavaScript on plain Node (bundled by ' +
-    'esbuild before the cases, packages left as imports), not run under tsx.',
+    'esbuild before the cases, packages left as imports), not run under tsx; on PostgreSQL every case starts on a vacuumed ' +
+    'table (`VACUUM (ANALYZE)` of the system\'s table after the purge, untimed: the server runs with autovacuum off, and ' +
+    'the peers leave dead rows to it; kq\'s store vacuums its own table as it goes, inside its runs).',
   '- **Raw baselines** show the broker\'s floor: ioredis LPUSH/BRPOP/RPOP with no envelope, no ack and no bookkeeping; ' +
     'amqplib with persistent messages, confirms, prefetch 200 and an ack per message — on bare JSON, and (a second W2 row) ' +
     'on Celery task messages with their protocol 2 headers, the bytes kq and Celery send.',
