@@ -1,4 +1,4 @@
-import { MemoryBroker } from '@kq/core';
+import { EncodeError, MemoryBroker } from '@kq/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { App } from '../src/app/app';
 import { decodeTaskMessage } from '../src/protocol/index';
@@ -126,6 +126,15 @@ describe('App.sendTasks and Task.applyMany (bulk sending)', () => {
     await expect(app.sendTasks(Array.from({ length: 300 }, (_, index) => ({ name: 'add', args: [index] })))).rejects.toThrow('the broker refused step 1');
     // The step after it was still sent (as the doc says: when it rejects, some may have been sent).
     expect((await drain('celery')).length).toBe(50);
+  });
+
+  it('rejects on a call it cannot send, after the steps before it were stored', async () => {
+    const calls: Array<{ name: string; args: unknown[] }> = Array.from({ length: 300 }, (_, index) => ({ name: 'add', args: [index] }));
+    const loop: Record<string, unknown> = {};
+    loop['self'] = loop;
+    calls[280] = { name: 'add', args: [loop] }; // no JSON for a cycle
+    await expect(app.sendTasks(calls)).rejects.toThrow(EncodeError);
+    expect((await drain('celery')).map((message) => message.args[0])).toEqual(calls.slice(0, 250).map((call) => call.args[0]));
   });
 
   it('sends nothing for no calls', async () => {

@@ -40,7 +40,7 @@ claimPackageCopy('@kq/worker', import.meta.url);
 
 /**
  * Calls a bulk send builds before handing them to the transport: small enough that the broker stores one step while
- * the next is built (Redis W1 bulk +30 %), large enough that a step is still one command or statement per queue.
+ * the next is built (the bench's Redis W1 bulk: +20 %), large enough that a step is still one command or statement.
  */
 const BULK_STEP = 250;
 
@@ -281,8 +281,9 @@ export class App implements AppContract {
    * Sends many tasks in one go — the bulk way, like BullMQ's `addBulk`: each message is built exactly as `sendTask`
    * builds it, and the messages bound for the same queue are published together (one `LPUSH` on Redis, one
    * `INSERT` on PostgreSQL), {@link BULK_STEP} calls at a time so the broker takes one step while the next is built.
-   * Resolves to their results, in call order, once the broker has them all; when it rejects (once every step has
-   * settled), some may have been sent.
+   * Resolves to their results, in call order, once the broker has them all. It rejects, once every step handed over
+   * has settled, when a step fails or a call cannot be sent (its arguments do not serialize, its message is too
+   * large); the steps before that may have been sent.
    */
   async sendTasks<R = unknown>(calls: readonly TaskCall[]): Promise<AsyncResult<R>[]> {
     if (!this.#codecsLoaded) await this.#codecs;
@@ -294,30 +295,36 @@ export class App implements AppContract {
     const traces: PublishTrace[] = [];
     const prepared: PreparedTaskMessage[] = [];
     const publishing: Promise<void>[] = [];
-    for (let from = 0; from < calls.length; from += BULK_STEP) {
-      // The step before is on its way meanwhile: its publish got as far as the socket while this one waited here.
-      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const step = calls.slice(from, from + BULK_STEP).map((call) => {
-        const kwargs = call.kwargs ?? {};
-        const trace = startPublishTrace(call.name, this.conf.broker);
-        if (trace) traces.push(trace);
-        const options = withTraceHeaders(call.options ? { ...call.options, kwargs } : { kwargs }, trace, parent);
-        const message = prepareTaskMessage(this, call.name, call.args ?? [], options, nowMs);
-        trace?.sent(message.id, message.routingKey, message.exchange.name);
-        return message;
-      });
-      prepared.push(...step);
-      if (backend?.onTaskCall) await Promise.all(step.map((message) => backend.onTaskCall?.(message.id)));
-      for (const publish of this.#publishStep(step)) {
-        // Handled now, awaited below: a step that fails while the next is built is not an unhandled rejection.
-        publish.catch(() => undefined);
-        publishing.push(publish);
+    let buildFailure: { reason: unknown } | undefined;
+    try {
+      for (let from = 0; from < calls.length; from += BULK_STEP) {
+        // A turn of the event loop lets the step before reach the socket: the broker stores it while this one is built.
+        if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        const step = calls.slice(from, from + BULK_STEP).map((call) => {
+          const kwargs = call.kwargs ?? {};
+          const trace = startPublishTrace(call.name, this.conf.broker);
+          if (trace) traces.push(trace);
+          const options = withTraceHeaders(call.options ? { ...call.options, kwargs } : { kwargs }, trace, parent);
+          const message = prepareTaskMessage(this, call.name, call.args ?? [], options, nowMs);
+          trace?.sent(message.id, message.routingKey, message.exchange.name);
+          return message;
+        });
+        prepared.push(...step);
+        if (backend?.onTaskCall) await Promise.all(step.map((message) => backend.onTaskCall?.(message.id)));
+        for (const publish of this.#publishStep(step)) {
+          // Handled now, awaited below: a step that fails while the next is built is not an unhandled rejection.
+          publish.catch(() => undefined);
+          publishing.push(publish);
+        }
       }
+    } catch (error) {
+      buildFailure = { reason: error };
     }
-    // Every step settles before the first failure is thrown: nothing is still being sent once this returns.
-    const failed = (await Promise.allSettled(publishing)).find((outcome) => outcome.status === 'rejected');
-    for (const trace of traces) trace.end(failed?.reason);
-    if (failed) throw failed.reason;
+    // Every step handed over settles before a failure is thrown: nothing is still being sent once this returns.
+    const outcomes = await Promise.allSettled(publishing);
+    const failure = buildFailure ?? outcomes.find((outcome) => outcome.status === 'rejected');
+    for (const trace of traces) trace.end(failure?.reason);
+    if (failure) throw failure.reason;
     if (this.conf.taskSendSentEvent) for (const message of prepared) sendTaskSentEvent(this, taskSentFields(message.message, message));
     return prepared.map((message) => new AsyncResult<R>(message.id, backend));
   }
