@@ -87,6 +87,19 @@ class FileClaim implements Claim {
   }
 }
 
+/**
+ * A claim without acks: its file is gone once taken. What it held is kept, so a claim never handed out (its consumer
+ * was cancelled mid-batch) can be written back rather than lost.
+ */
+class TakenClaim implements Claim {
+  constructor(
+    readonly queue: string,
+    readonly message: StoredMessage,
+    readonly bucket: number,
+    readonly messageName: string,
+  ) {}
+}
+
 type StoreState = 'closed' | 'open' | 'abandoned';
 
 interface ExchangeFile {
@@ -359,9 +372,10 @@ export class FileSystemStore implements VirtualStore {
   }
 
   restore(claim: Claim, position: 'head' | 'tail', options: RestoreOptions = {}): Promise<void> {
-    const fileClaim = this.#own(claim);
     // A claim never handed to a consumer (read ahead, then cancelled) goes back unmarked.
     const redelivered = options.redelivered !== false;
+    if (claim instanceof TakenClaim) return this.#writeBack(claim, position, redelivered);
+    const fileClaim = this.#own(claim);
     return fileClaim.exclusive(async () => {
       this.#assertOpen();
       this.#held.delete(fileClaim);
@@ -378,6 +392,16 @@ export class FileSystemStore implements VirtualStore {
         await renameCreatingDirectory(fileClaim.leasePath, target);
       }
     });
+  }
+
+  /**
+   * A no-ack claim's message, whose file the claim removed, is written again: at the head under its old name (back
+   * where it was), at the tail under a new one. Not into a queue deleted meanwhile.
+   */
+  async #writeBack(claim: TakenClaim, position: 'head' | 'tail', redelivered: boolean): Promise<void> {
+    if (!(await this.queueExists(claim.queue))) return;
+    const name = position === 'head' ? (redelivered ? asRedelivered(claim.messageName) : claim.messageName) : this.#names.next(redelivered);
+    await writeAtomically(this.layout.tmp, join(this.layout.bucketDir(claim.queue, claim.bucket), name), encodeMessageFile(claim.message), this.#sync);
   }
 
   // ——— internals ———
@@ -450,7 +474,7 @@ export class FileSystemStore implements VirtualStore {
     }
     if (noAck) {
       await unlinkIfPresent(leasePath);
-      return { queue, message };
+      return new TakenClaim(queue, message, bucket, name);
     }
     const claim = new FileClaim(queue, message, bucket, name, leasePath);
     this.#held.add(claim);
