@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { ConformanceContext } from '../conformance-context';
 import type { ConformanceGroup } from '../conformance-check';
 import { recordingConsumer } from '../delivery-log';
-import { bodyText, messageIds, testMessage } from '../test-messages';
+import { bodyText, duplicatesOf, messageIds, testMessage } from '../test-messages';
 import { quietPeriod, waitFor } from '../wait-for';
 
 /** Messages come out of a queue in the order they went in (get). */
@@ -200,7 +200,7 @@ export async function checkNoAckCancelMidBatchGivesBack(context: ConformanceCont
   await next.waitForCount(context, ids.length - received.length);
   await quietPeriod(context.ms(100));
   const everything = [...received, ...next.ids];
-  expect(everything.filter((id, index) => everything.indexOf(id) !== index), 'messages delivered twice').toEqual([]);
+  expect(duplicatesOf(everything), 'messages delivered twice').toEqual([]);
   expect(everything.sort()).toEqual([...ids].sort());
   const wronglyMarked = next.deliveries.filter((delivery) => delivery.deliveryInfo.redelivered).map(bodyText);
   expect(wronglyMarked, 'messages the cancelled consumer never received, marked redelivered').toEqual([]);
