@@ -157,12 +157,9 @@ export class PostgresClaimer {
         continue;
       }
       if (row.kq_redelivered) message.redelivered = true;
-      if (options.noAck) {
-        const removed: RemovedRow = { payload: row.payload, priority: row.kq_priority, redelivered: row.kq_redelivered, timestamp: row.taken_at ?? null };
-        claims.push({ queue: row.name, message, id: row.id, token, removed });
-      } else {
-        claims.push({ queue: row.name, message, id: row.id, token });
-      }
+      const claim: PostgresClaim = { queue: row.name, message, id: row.id, token };
+      if (!options.noAck) claims.push(claim);
+      else claims.push({ ...claim, removed: { payload: row.payload, priority: row.kq_priority, redelivered: row.kq_redelivered, timestamp: row.taken_at ?? null } });
     }
     if (options.noAck) this.#with.deleted(rows.length);
     else this.#with.leases.hold(claims.length);
